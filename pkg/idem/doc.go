@@ -1,0 +1,79 @@
+// Package idem makes an operation take effect once per idempotency key, with
+// its record in DynamoDB, for Lambda functions and any other Go service.
+//
+// A client sends one key per logical operation and reuses it on every retry.
+// Store.Do runs the operation the first time and answers every retry with the
+// response it stored:
+//
+//	store, err := idem.New(dynamodb.NewFromConfig(cfg), "idempotency")
+//	res, err := store.Do(ctx, idem.Request{Scope: caller, Key: key, Fingerprint: fp},
+//		func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+//			tx.Add(types.TransactWriteItem{Put: &types.Put{...}}, nil) // business writes
+//			return idem.Response{StatusCode: 201, Body: body}, nil
+//		})
+//
+// # The protocol
+//
+// Each (scope, key) is one item whose partition key encodes both parts
+// injectively. Do claims it with one conditional PutItem that wins only
+// where there is no record, or an expired one (TTL deletes late, so an
+// expired item is treated as absent). A lost claim returns the record that
+// won, so deciding costs no second read:
+//
+//   - completed, same fingerprint: the stored response is replayed (Result.Replayed);
+//   - a different fingerprint, in any state: ErrFingerprintMismatch;
+//   - in progress under a live lease: an *InProgressError (ErrInProgress) saying
+//     when to retry, or, with Options.Wait, consistent reads until it completes;
+//   - in progress under a lapsed lease, same fingerprint: a takeover, a
+//     second conditional PutItem that replaces exactly the lease it saw lapse.
+//
+// The winner runs the work under a fresh random lease token, with a context
+// that ends before its lease does. The lease is Options.Lease, cut to the time
+// left before the caller's deadline (a Lambda's own deadline included). The
+// work does not write its business items itself: it adds them to the Tx, and
+// Do commits them with the completed record in one TransactWriteItems,
+// conditioned on the record still being in progress under this lease token.
+// Both happen or neither. A work with no business writes completes with one
+// conditional UpdateItem instead.
+//
+// If that condition fails, Do looks at the record DynamoDB returned with the
+// cancellation. Completed under this lease token means this holder's own
+// commit landed and only its answer was lost (a timeout, an SDK retry of a
+// transaction that had committed): the stored response is returned. Anything
+// else means the lease was taken over, and Do fails with ErrLeaseLost: the
+// late holder is fenced, and none of its writes happened.
+//
+// A business write whose own condition fails (an order id already taken) is
+// handed to its ConflictFunc, whose response is stored without any business
+// write. A work that returns an error has its claim released (a delete fenced
+// on the lease token), so a retry runs it again; the error is returned, and
+// nothing is stored. A work whose process dies leaves its lease to lapse.
+//
+// # Cost
+//
+// A first request costs two calls: the claim and the commit transaction (or
+// UpdateItem). A replay, a 409 and a 422 cost one: the claim that lost. No path
+// reads the record except Options.Wait, an engine that does not return the
+// old item, and a commit whose outcome the client did not see.
+//
+// # Limits
+//
+// DynamoDB's limits are checked before any write, each with its own error: a
+// completed record over 400 KB (ErrResponseTooLarge), a business item over
+// 400 KB (ErrItemTooLarge), more than 100 actions (ErrTooManyWrites) or 4 MB
+// (ErrTransactionTooLarge) in the transaction. The claim is then released.
+//
+// # Side effects outside DynamoDB
+//
+// A work that calls another system must make that call safe to repeat, since a
+// takeover after a crash runs the work again: send the other system
+// DownstreamKey(namespace, scope, key) as its idempotency key.
+//
+// # Keys and scopes
+//
+// The scope must come from the authenticated caller, never from anything the
+// client chose, so that two tenants' keys never meet. Keys are 1 to 255
+// printable ASCII characters (ValidateKey); ParseKeyHeader also accepts the
+// IETF draft's quoted form of the Idempotency-Key header. Fingerprint hashes
+// the method, the route and the body, JSON in canonical form.
+package idem

@@ -1,0 +1,277 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+// Sentinel errors. Match them with errors.Is; the errors returned wrap them
+// with detail.
+var (
+	// ErrInProgress: another request holds a live lease on the key. The
+	// error is an *InProgressError, which says when to retry.
+	ErrInProgress = errors.New("idem: request with this key is in progress")
+	// ErrFingerprintMismatch: the key was used for a different request.
+	ErrFingerprintMismatch = errors.New("idem: key reused with a different request")
+	// ErrLeaseLost: the lease was taken over while the work ran, so this
+	// holder was fenced: none of its writes were committed.
+	ErrLeaseLost = errors.New("idem: lease lost to a takeover; nothing was committed")
+	// ErrWriteConditionFailed: a business write's condition failed and the
+	// write has no ConflictFunc to decide the response.
+	ErrWriteConditionFailed = errors.New("idem: a business write's condition failed")
+
+	ErrInvalidKey   = errors.New("idem: invalid idempotency key")
+	ErrEmptyScope   = errors.New("idem: empty scope")
+	ErrInvalidScope = errors.New("idem: invalid scope")
+	ErrInvalidBody  = errors.New("idem: body cannot be fingerprinted")
+
+	ErrResponseTooLarge    = errors.New("idem: response too large to store")
+	ErrItemTooLarge        = errors.New("idem: business item too large")
+	ErrTooManyWrites       = errors.New("idem: too many writes for one transaction")
+	ErrTransactionTooLarge = errors.New("idem: transaction too large")
+	ErrInvalidWrite        = errors.New("idem: invalid business write")
+
+	ErrInvalidOptions = errors.New("idem: invalid options")
+)
+
+// InProgressError is returned while another request holds the key.
+type InProgressError struct {
+	// RetryAfter is how long until the holder's lease ends, at least 1s.
+	RetryAfter time.Duration
+}
+
+func (e *InProgressError) Error() string {
+	return fmt.Sprintf("%v; retry after %v", ErrInProgress, e.RetryAfter)
+}
+
+// Is makes errors.Is(err, ErrInProgress) true.
+func (e *InProgressError) Is(target error) bool { return target == ErrInProgress }
+
+// DynamoDBAPI is the part of *dynamodb.Client that a Store calls. Tests wrap
+// it to count or fault calls.
+type DynamoDBAPI interface {
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+}
+
+// Limits on Options.TTL: the window in which clients may retry.
+const (
+	MinTTL = 24 * time.Hour
+	MaxTTL = 7 * 24 * time.Hour
+)
+
+// Options configure a Store. The zero value of each field means its default.
+type Options struct {
+	// Lease is the longest a holder may keep a key before a retry may take
+	// over (default 30s). It is shortened to the time left before the
+	// context's deadline, the Lambda's own deadline included.
+	Lease time.Duration
+	// CommitReserve is kept back from the lease for the commit: the work's
+	// context ends this long before the lease (default 1s, at most a quarter
+	// of the lease).
+	CommitReserve time.Duration
+	// TTL is how long a record is kept, from MinTTL to MaxTTL (default 24h).
+	TTL time.Duration
+	// Wait, when positive, makes a request that finds the key in progress
+	// poll with consistent reads for up to this long and replay the result,
+	// instead of failing at once with ErrInProgress.
+	Wait time.Duration
+	// PollInterval is the pause between polls while waiting (default 100ms).
+	PollInterval time.Duration
+	// Clock gives the time written to and compared with records (default
+	// time.Now). Tests move it to expire leases and records without sleeping.
+	Clock func() time.Time
+	// Logger receives one line per outcome (default: none). It never gets
+	// the key, the body or the response; only the scope and KeyHash.
+	Logger *slog.Logger
+}
+
+// Store runs operations exactly once per (scope, key) against one DynamoDB
+// table. It is safe for concurrent use.
+type Store struct {
+	db    DynamoDBAPI
+	table string
+	opts  Options
+}
+
+// tableName is DynamoDB's rule, which emulators do not all enforce.
+var tableName = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
+
+// New returns a Store on table. The table's hash key must be the string
+// attribute AttrPK, and its TTL attribute should be AttrExpiresAt.
+func New(db DynamoDBAPI, table string, optFns ...func(*Options)) (*Store, error) {
+	if db == nil {
+		return nil, fmt.Errorf("%w: nil DynamoDB client", ErrInvalidOptions)
+	}
+	if !tableName.MatchString(table) {
+		return nil, fmt.Errorf("%w: table name %q: DynamoDB needs 3 to 255 of a-z, A-Z, 0-9, '_', '-', '.'", ErrInvalidOptions, table)
+	}
+	o := Options{}
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	if o.Lease == 0 {
+		o.Lease = 30 * time.Second
+	}
+	if o.CommitReserve == 0 {
+		o.CommitReserve = time.Second
+	}
+	o.CommitReserve = min(o.CommitReserve, o.Lease/4)
+	if o.TTL == 0 {
+		o.TTL = MinTTL
+	}
+	if o.PollInterval == 0 {
+		o.PollInterval = 100 * time.Millisecond
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case o.Lease < 0 || o.CommitReserve < 0 || o.Wait < 0 || o.PollInterval < 0:
+		return nil, fmt.Errorf("%w: negative duration", ErrInvalidOptions)
+	case o.TTL < MinTTL || o.TTL > MaxTTL:
+		return nil, fmt.Errorf("%w: TTL %v outside %v to %v", ErrInvalidOptions, o.TTL, MinTTL, MaxTTL)
+	}
+	return &Store{db: db, table: table, opts: o}, nil
+}
+
+// Request identifies one logical operation.
+type Request struct {
+	// Scope is whose key it is: the authenticated caller, never a value the
+	// client chose. Keys in different scopes never meet.
+	Scope string
+	// Key is the client's idempotency key (see ValidateKey).
+	Key string
+	// Fingerprint says what the request was (see Fingerprint); the same key
+	// with another fingerprint is refused with ErrFingerprintMismatch.
+	Fingerprint string
+}
+
+// Response is what an operation answered, stored and replayed byte for byte.
+type Response struct {
+	StatusCode int
+	Header     map[string]string
+	Body       []byte
+}
+
+// Result is the outcome of Do.
+type Result struct {
+	Response Response
+	// Replayed is true when the response is a stored one, from an earlier
+	// execution, and the work did not run now.
+	Replayed bool
+}
+
+// Work is an operation to run once. It adds its business writes to tx rather
+// than writing them itself, so that they commit with the response or not at
+// all. Returning a Response of any status stores it; returning an error
+// releases the key so that a retry runs the work again.
+type Work func(ctx context.Context, tx *Tx) (Response, error)
+
+// maxClaims bounds how often one call contends for the key (a fresh claim,
+// a takeover, a claim after the record vanished) before it answers 409.
+const maxClaims = 4
+
+// Do runs work once for req. A first call runs it and stores its response; a
+// repeat replays the stored response; a concurrent repeat fails with
+// ErrInProgress (or, with Options.Wait, waits for the result); a repeat with a
+// different fingerprint fails with ErrFingerprintMismatch. If work fails, its
+// error is returned and the key released. If the lease was taken over while
+// work ran, nothing is committed and Do fails with ErrLeaseLost.
+func (s *Store) Do(ctx context.Context, req Request, work Work) (Result, error) {
+	if err := validateScope(req.Scope); err != nil {
+		return Result{}, err
+	}
+	if err := ValidateKey(req.Key); err != nil {
+		return Result{}, err
+	}
+	if req.Fingerprint == "" {
+		return Result{}, fmt.Errorf("%w: empty fingerprint", ErrInvalidBody)
+	}
+	pk := recordPK(req.Scope, req.Key)
+	log := s.opts.Logger.With("scope", req.Scope, "key_hash", KeyHash(req.Scope, req.Key))
+
+	var (
+		old       *record // what the table holds, as last seen; nil is nothing
+		claims    int
+		waitUntil time.Time
+	)
+	for {
+		now := s.opts.Clock()
+		if old == nil || old.expired(now) || (old.Fingerprint == req.Fingerprint && old.Status == StatusInProgress && !old.leaseLive(now)) {
+			if claims == maxClaims {
+				return Result{}, s.inProgress(log, old, now)
+			}
+			claims++
+			l, seen, err := s.claim(ctx, pk, req, old)
+			if err != nil {
+				return Result{}, err
+			}
+			if l != nil {
+				res, err := s.run(ctx, l, work)
+				s.logOutcome(log, res, err)
+				return res, err
+			}
+			old = seen
+			continue
+		}
+		switch {
+		case old.Fingerprint != req.Fingerprint:
+			log.Info("idem", "outcome", "fingerprint_mismatch")
+			return Result{}, fmt.Errorf("%w (first used at %s)", ErrFingerprintMismatch, time.UnixMilli(old.CreatedAt).UTC().Format(time.RFC3339))
+		case old.Status == StatusCompleted:
+			log.Info("idem", "outcome", "replayed", "status", old.response().StatusCode)
+			return Result{Response: old.response(), Replayed: true}, nil
+		}
+		// In progress under a live lease.
+		if s.opts.Wait <= 0 {
+			return Result{}, s.inProgress(log, old, now)
+		}
+		if waitUntil.IsZero() {
+			waitUntil = time.Now().Add(s.opts.Wait)
+		}
+		if !time.Now().Before(waitUntil) {
+			return Result{}, s.inProgress(log, old, now)
+		}
+		var err error
+		if old, err = s.poll(ctx, pk, waitUntil); err != nil {
+			return Result{}, err
+		}
+	}
+}
+
+func (s *Store) inProgress(log *slog.Logger, old *record, now time.Time) error {
+	retry := time.Second
+	if old != nil {
+		if left := time.Duration(old.LeaseUntil-now.UnixMilli()) * time.Millisecond; left > retry {
+			retry = left.Round(time.Second)
+		}
+	}
+	log.Info("idem", "outcome", "in_progress")
+	return &InProgressError{RetryAfter: retry}
+}
+
+func (s *Store) logOutcome(log *slog.Logger, res Result, err error) {
+	switch {
+	case err == nil:
+		log.Info("idem", "outcome", "executed", "status", res.Response.StatusCode)
+	case errors.Is(err, ErrLeaseLost):
+		log.Warn("idem", "outcome", "fenced")
+	default:
+		// The error text is ours or the work's; the work must not put
+		// secrets in it, as for any logged error.
+		log.Warn("idem", "outcome", "released", "error", err.Error())
+	}
+}
