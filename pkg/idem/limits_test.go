@@ -1,0 +1,144 @@
+package idem_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkeys/idem/pkg/idem"
+)
+
+func TestInvalidRequestsFailBeforeAnyCall(t *testing.T) {
+	f := newFixture(t)
+	cases := []struct {
+		name string
+		req  idem.Request
+		want error
+	}{
+		{"empty scope", idem.Request{Scope: "", Key: "k", Fingerprint: "fp"}, idem.ErrEmptyScope},
+		{"scope too long", idem.Request{Scope: strings.Repeat("s", idem.MaxScopeLength+1), Key: "k", Fingerprint: "fp"}, idem.ErrInvalidScope},
+		{"empty key", idem.Request{Scope: "alice", Key: "", Fingerprint: "fp"}, idem.ErrInvalidKey},
+		{"key too long", idem.Request{Scope: "alice", Key: strings.Repeat("k", 256), Fingerprint: "fp"}, idem.ErrInvalidKey},
+		{"control character", idem.Request{Scope: "alice", Key: "a\nb", Fingerprint: "fp"}, idem.ErrInvalidKey},
+		{"non-ASCII", idem.Request{Scope: "alice", Key: "clé", Fingerprint: "fp"}, idem.ErrInvalidKey},
+		{"no fingerprint", idem.Request{Scope: "alice", Key: "k"}, idem.ErrInvalidBody},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f.db.reset()
+			var runs atomic.Int32
+			_, err := f.store.Do(context.Background(), tc.req, f.createOrder("alice", "o", &runs))
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+			if f.db.total() != 0 || runs.Load() != 0 {
+				t.Fatalf("%d calls and %d runs, want none", f.db.total(), runs.Load())
+			}
+		})
+	}
+}
+
+func TestOversizedResultsAreRefusedAndKeyReleased(t *testing.T) {
+	big := func(n int) string { return strings.Repeat("x", n) }
+	cases := []struct {
+		name string
+		work func(f *fixture) idem.Work
+		want error
+	}{
+		{"response over 400 KB", func(f *fixture) idem.Work {
+			return func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+				return idem.Response{StatusCode: 200, Body: bytes.Repeat([]byte("x"), idem.MaxItemSize)}, nil
+			}
+		}, idem.ErrResponseTooLarge},
+		{"100 business writes", func(f *fixture) idem.Work {
+			return func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+				for i := range 100 {
+					tx.Add(f.orderPut("alice", strconv.Itoa(i), "n"), nil)
+				}
+				return idem.Response{StatusCode: 200}, nil
+			}
+		}, idem.ErrTooManyWrites},
+		{"business item over 400 KB", func(f *fixture) idem.Work {
+			return func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+				tx.Add(f.orderPut("alice", "o", big(idem.MaxItemSize)), nil)
+				return idem.Response{StatusCode: 200}, nil
+			}
+		}, idem.ErrItemTooLarge},
+		{"transaction over 4 MB", func(f *fixture) idem.Work {
+			return func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+				for i := range 11 {
+					tx.Add(f.orderPut("alice", strconv.Itoa(i), big(390*1024)), nil)
+				}
+				return idem.Response{StatusCode: 200}, nil
+			}
+		}, idem.ErrTransactionTooLarge},
+		{"write with no action", func(f *fixture) idem.Work {
+			return func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+				tx.Add(types.TransactWriteItem{}, nil)
+				return idem.Response{StatusCode: 200}, nil
+			}
+		}, idem.ErrInvalidWrite},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			_, err := f.store.Do(context.Background(), req("alice", "k1", `{}`), tc.work(f))
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+			if f.db.get("TransactWriteItems") != 0 || f.db.get("UpdateItem") != 0 {
+				t.Fatalf("calls = %v: a write was attempted", f.db.calls)
+			}
+			if f.record("alice", "k1") != nil || f.order("alice", "0") != nil || f.order("alice", "o") != nil {
+				t.Fatal("the claim was not released, or a business write landed")
+			}
+		})
+	}
+}
+
+func TestJustUnderTheLimitsCommits(t *testing.T) {
+	f := newFixture(t)
+	work := func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		for i := range 99 {
+			tx.Add(f.orderPut("alice", strconv.Itoa(i), "n"), nil)
+		}
+		return idem.Response{StatusCode: 200, Body: bytes.Repeat([]byte("x"), 390*1024)}, nil
+	}
+	if _, err := f.store.Do(context.Background(), req("alice", "k1", `{}`), work); err != nil {
+		t.Fatalf("99 writes and a 390 KB response: %v", err)
+	}
+	if f.order("alice", "98") == nil {
+		t.Fatal("writes missing")
+	}
+}
+
+func TestItemSizeFollowsDynamoDBRules(t *testing.T) {
+	cases := []struct {
+		name string
+		item map[string]types.AttributeValue
+		want int
+	}{
+		{"string", map[string]types.AttributeValue{"ab": &types.AttributeValueMemberS{Value: "héllo"}}, 2 + 6},
+		{"number", map[string]types.AttributeValue{"n": &types.AttributeValueMemberN{Value: "12345"}}, 1 + 3 + 1},
+		{"number zeroes trimmed", map[string]types.AttributeValue{"n": &types.AttributeValueMemberN{Value: "-001200.00"}}, 1 + 1 + 1},
+		{"binary", map[string]types.AttributeValue{"b": &types.AttributeValueMemberB{Value: []byte{1, 2, 3}}}, 1 + 3},
+		{"bool and null", map[string]types.AttributeValue{"t": &types.AttributeValueMemberBOOL{Value: true}, "z": &types.AttributeValueMemberNULL{Value: true}}, 2 + 2},
+		{"empty map", map[string]types.AttributeValue{"m": &types.AttributeValueMemberM{}}, 1 + 3},
+		{"map", map[string]types.AttributeValue{"m": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"k": &types.AttributeValueMemberS{Value: "v"}}}}, 1 + 3 + 1 + 1 + 1},
+		{"list", map[string]types.AttributeValue{"l": &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberS{Value: "ab"}, &types.AttributeValueMemberBOOL{}}}}, 1 + 3 + (1 + 2) + (1 + 1)},
+		{"string set", map[string]types.AttributeValue{"ss": &types.AttributeValueMemberSS{Value: []string{"a", "bc"}}}, 2 + 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := idem.ItemSize(tc.item); got != tc.want {
+				t.Fatalf("ItemSize = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

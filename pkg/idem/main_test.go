@@ -1,0 +1,213 @@
+package idem_test
+
+import (
+	"context"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkeys/idem/local/dynamotest"
+	"github.com/idemkeys/idem/pkg/idem"
+)
+
+func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
+
+// counting wraps the real client, counts calls per operation, and lets a test
+// put a fault in front of (or behind) any of them.
+type counting struct {
+	idem.DynamoDBAPI
+	mu    sync.Mutex
+	calls map[string]int
+	// before, if set, runs before each call and may fail it instead.
+	before func(op string) error
+	// afterTx, if set, runs after a TransactWriteItems that reached the
+	// engine and may replace its answer.
+	afterTx func(ctx context.Context, in *dynamodb.TransactWriteItemsInput, out *dynamodb.TransactWriteItemsOutput, err error) (*dynamodb.TransactWriteItemsOutput, error)
+}
+
+func (c *counting) count(op string) error {
+	c.mu.Lock()
+	if c.calls == nil {
+		c.calls = map[string]int{}
+	}
+	c.calls[op]++
+	before := c.before
+	c.mu.Unlock()
+	if before != nil {
+		return before(op)
+	}
+	return nil
+}
+
+func (c *counting) total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, v := range c.calls {
+		n += v
+	}
+	return n
+}
+
+func (c *counting) get(op string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls[op]
+}
+
+func (c *counting) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls = nil
+}
+
+func (c *counting) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if err := c.count("PutItem"); err != nil {
+		return nil, err
+	}
+	return c.DynamoDBAPI.PutItem(ctx, in, o...)
+}
+
+func (c *counting) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	if err := c.count("GetItem"); err != nil {
+		return nil, err
+	}
+	return c.DynamoDBAPI.GetItem(ctx, in, o...)
+}
+
+func (c *counting) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if err := c.count("UpdateItem"); err != nil {
+		return nil, err
+	}
+	return c.DynamoDBAPI.UpdateItem(ctx, in, o...)
+}
+
+func (c *counting) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	if err := c.count("DeleteItem"); err != nil {
+		return nil, err
+	}
+	return c.DynamoDBAPI.DeleteItem(ctx, in, o...)
+}
+
+func (c *counting) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	if err := c.count("TransactWriteItems"); err != nil {
+		return nil, err
+	}
+	out, err := c.DynamoDBAPI.TransactWriteItems(ctx, in, o...)
+	if c.afterTx != nil {
+		return c.afterTx(ctx, in, out, err)
+	}
+	return out, err
+}
+
+// clock is a settable time source shared by the holders in a test.
+type clock struct{ now atomic.Int64 }
+
+func newClock() *clock {
+	c := &clock{}
+	c.now.Store(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).UnixNano())
+	return c
+}
+
+func (c *clock) Now() time.Time          { return time.Unix(0, c.now.Load()) }
+func (c *clock) Advance(d time.Duration) { c.now.Add(int64(d)) }
+
+// fixture is one test's tables, client and store.
+type fixture struct {
+	t        *testing.T
+	raw      *dynamodb.Client
+	db       *counting
+	clock    *clock
+	table    string // the idempotency table
+	business string // a table shaped like OrdersTable for business writes
+	store    *idem.Store
+}
+
+func newFixture(t *testing.T, optFns ...func(*idem.Options)) *fixture {
+	t.Helper()
+	raw := dynamotest.Client(t)
+	f := &fixture{t: t, raw: raw, db: &counting{DynamoDBAPI: raw}, clock: newClock()}
+	f.table = dynamotest.Table(t, raw, "IdempotencyTable")
+	f.business = dynamotest.Table(t, raw, "OrdersTable")
+	f.store = f.newStore(optFns...)
+	return f
+}
+
+// newStore is another holder on the same table and clock: another Lambda.
+func (f *fixture) newStore(optFns ...func(*idem.Options)) *idem.Store {
+	f.t.Helper()
+	fns := append([]func(*idem.Options){func(o *idem.Options) { o.Clock = f.clock.Now }}, optFns...)
+	s, err := idem.New(f.db, f.table, fns...)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return s
+}
+
+// orderPut is a business write: an order item that must not exist yet.
+func (f *fixture) orderPut(scope, id, note string) types.TransactWriteItem {
+	return types.TransactWriteItem{Put: &types.Put{
+		TableName: aws.String(f.business),
+		Item: map[string]types.AttributeValue{
+			"scope":    &types.AttributeValueMemberS{Value: scope},
+			"order_id": &types.AttributeValueMemberS{Value: id},
+			"note":     &types.AttributeValueMemberS{Value: note},
+		},
+		ConditionExpression: aws.String("attribute_not_exists(order_id)"),
+	}}
+}
+
+// order reads a business item back; nil if it is not there.
+func (f *fixture) order(scope, id string) map[string]types.AttributeValue {
+	f.t.Helper()
+	out, err := f.raw.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName:      aws.String(f.business),
+		Key:            map[string]types.AttributeValue{"scope": &types.AttributeValueMemberS{Value: scope}, "order_id": &types.AttributeValueMemberS{Value: id}},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if len(out.Item) == 0 {
+		return nil
+	}
+	return out.Item
+}
+
+// record reads the idempotency record of (scope, key) back.
+func (f *fixture) record(scope, key string) map[string]types.AttributeValue {
+	f.t.Helper()
+	out, err := f.raw.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName:      aws.String(f.table),
+		Key:            map[string]types.AttributeValue{idem.AttrPK: &types.AttributeValueMemberS{Value: idem.RecordPK(scope, key)}},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if len(out.Item) == 0 {
+		return nil
+	}
+	return out.Item
+}
+
+func str(item map[string]types.AttributeValue, name string) string {
+	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+func req(scope, key, body string) idem.Request {
+	fp, err := idem.Fingerprint("POST", "/orders", []byte(body), true)
+	if err != nil {
+		panic(err)
+	}
+	return idem.Request{Scope: scope, Key: key, Fingerprint: fp}
+}

@@ -1,0 +1,567 @@
+package idem_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkeys/idem/pkg/idem"
+)
+
+// createOrder is the work used throughout: one business write and a 201.
+func (f *fixture) createOrder(scope, id string, runs *atomic.Int32) idem.Work {
+	return func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		if runs != nil {
+			runs.Add(1)
+		}
+		tx.Add(f.orderPut(scope, id, "first"), nil)
+		return idem.Response{
+			StatusCode: 201,
+			Header:     map[string]string{"Content-Type": "application/json", "Location": "/orders/" + id},
+			Body:       []byte(`{"order_id":"` + id + `"}`),
+		}, nil
+	}
+}
+
+func TestFirstCallRunsWorkAndCommitsInTwoCalls(t *testing.T) {
+	f := newFixture(t)
+	var runs atomic.Int32
+	res, err := f.store.Do(context.Background(), req("alice", "k1", `{"a":1}`), f.createOrder("alice", "o1", &runs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Replayed || res.Response.StatusCode != 201 || runs.Load() != 1 {
+		t.Fatalf("got %+v after %d runs, want a fresh 201 after 1", res, runs.Load())
+	}
+	if got := f.db.total(); got != 2 || f.db.get("PutItem") != 1 || f.db.get("TransactWriteItems") != 1 {
+		t.Fatalf("calls = %v, want exactly PutItem and TransactWriteItems", f.db.calls)
+	}
+	if f.order("alice", "o1") == nil {
+		t.Fatal("business write missing after commit")
+	}
+	rec := f.record("alice", "k1")
+	if str(rec, "status") != idem.StatusCompleted || str(rec, "scope") != "alice" || str(rec, "key") != "k1" {
+		t.Fatalf("record = %v, want COMPLETED with readable scope and key", rec)
+	}
+}
+
+func TestReplayReturnsStoredResponse(t *testing.T) {
+	f := newFixture(t)
+	var runs atomic.Int32
+	first, err := f.store.Do(context.Background(), req("alice", "k1", `{"a":1,"b":[1,2]}`), f.createOrder("alice", "o1", &runs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.db.reset()
+	// Same request with other white space and member order: the same.
+	again, err := f.newStore().Do(context.Background(), req("alice", "k1", "{ \"b\": [1, 2],\n \"a\": 1 }"), f.createOrder("alice", "o1", &runs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Replayed || runs.Load() != 1 {
+		t.Fatalf("replayed=%v runs=%d, want a replay without running the work", again.Replayed, runs.Load())
+	}
+	if again.Response.StatusCode != first.Response.StatusCode || string(again.Response.Body) != string(first.Response.Body) ||
+		again.Response.Header["Location"] != "/orders/o1" || again.Response.Header["Content-Type"] != "application/json" {
+		t.Fatalf("replay %+v differs from first response %+v", again.Response, first.Response)
+	}
+	if got := f.db.total(); got != 1 || f.db.get("PutItem") != 1 {
+		t.Fatalf("replay calls = %v, want exactly one PutItem and no read", f.db.calls)
+	}
+}
+
+func TestSameKeyDifferentRequestIsRefused(t *testing.T) {
+	for _, completed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("completed=%v", completed), func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			if completed {
+				if _, err := f.store.Do(ctx, req("alice", "k1", `{"amount":100}`), f.createOrder("alice", "o1", nil)); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				release := holdKey(t, f.store, req("alice", "k1", `{"amount":100}`))
+				defer release()
+			}
+			var runs atomic.Int32
+			_, err := f.newStore().Do(ctx, req("alice", "k1", `{"amount":999}`), f.createOrder("alice", "o2", &runs))
+			if !errors.Is(err, idem.ErrFingerprintMismatch) {
+				t.Fatalf("err = %v, want ErrFingerprintMismatch", err)
+			}
+			if runs.Load() != 0 || f.order("alice", "o2") != nil {
+				t.Fatal("the mismatched request ran or wrote")
+			}
+		})
+	}
+}
+
+// holdKey starts an operation on req whose work blocks until the returned
+// function is called, and returns once the key is claimed.
+func holdKey(t *testing.T, s *idem.Store, r idem.Request) (release func()) {
+	t.Helper()
+	claimed, proceed, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Do(context.Background(), r, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+			close(claimed)
+			<-proceed
+			return idem.Response{StatusCode: 200, Body: []byte("held")}, nil
+		})
+	}()
+	select {
+	case <-claimed:
+	case <-done:
+		t.Fatal("holder did not get the claim")
+	}
+	return func() { close(proceed); <-done }
+}
+
+func TestConcurrentDuplicateGetsInProgressWithRetryAfter(t *testing.T) {
+	f := newFixture(t, func(o *idem.Options) { o.Lease = 20 * time.Second })
+	release := holdKey(t, f.store, req("alice", "k1", `{}`))
+	defer release()
+	var runs atomic.Int32
+	_, err := f.newStore().Do(context.Background(), req("alice", "k1", `{}`), f.createOrder("alice", "o1", &runs))
+	var inProgress *idem.InProgressError
+	if !errors.Is(err, idem.ErrInProgress) || !errors.As(err, &inProgress) {
+		t.Fatalf("err = %v, want an InProgressError", err)
+	}
+	if inProgress.RetryAfter < 19*time.Second || inProgress.RetryAfter > 20*time.Second {
+		t.Fatalf("RetryAfter = %v, want the lease left, about 20s", inProgress.RetryAfter)
+	}
+	if runs.Load() != 0 {
+		t.Fatal("duplicate ran the work")
+	}
+}
+
+func TestWaitingDuplicateReplaysOnceCompleted(t *testing.T) {
+	f := newFixture(t)
+	release := holdKey(t, f.store, req("alice", "k1", `{}`))
+	waiter := f.newStore(func(o *idem.Options) { o.Wait = 5 * time.Second; o.PollInterval = 20 * time.Millisecond })
+	got := make(chan idem.Result, 1)
+	errc := make(chan error, 1)
+	go func() {
+		res, err := waiter.Do(context.Background(), req("alice", "k1", `{}`), func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+			t.Error("waiter ran the work")
+			return idem.Response{}, nil
+		})
+		got <- res
+		errc <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // the waiter is polling now
+	release()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	res := <-got
+	if !res.Replayed || string(res.Response.Body) != "held" {
+		t.Fatalf("waiter got %+v, want the holder's response replayed", res)
+	}
+	if f.db.get("GetItem") == 0 {
+		t.Fatal("waiter never polled")
+	}
+}
+
+func TestWaitingDuplicateGivesUpWithInProgress(t *testing.T) {
+	f := newFixture(t)
+	release := holdKey(t, f.store, req("alice", "k1", `{}`))
+	defer release()
+	waiter := f.newStore(func(o *idem.Options) { o.Wait = 150 * time.Millisecond; o.PollInterval = 20 * time.Millisecond })
+	start := time.Now()
+	_, err := waiter.Do(context.Background(), req("alice", "k1", `{}`), f.createOrder("alice", "o1", nil))
+	if !errors.Is(err, idem.ErrInProgress) {
+		t.Fatalf("err = %v, want ErrInProgress after the wait", err)
+	}
+	if waited := time.Since(start); waited < 150*time.Millisecond {
+		t.Fatalf("gave up after %v, before the wait of 150ms", waited)
+	}
+}
+
+// crashAfterClaim leaves the key as a process that died after claiming would:
+// claimed, never committed, never released.
+func crashAfterClaim(t *testing.T, f *fixture, r idem.Request) {
+	t.Helper()
+	dead := &counting{DynamoDBAPI: f.raw, before: func(op string) error {
+		if op == "PutItem" {
+			return nil
+		}
+		return errors.New("process killed")
+	}}
+	s, err := idem.New(dead, f.table, func(o *idem.Options) { o.Clock = f.clock.Now; o.Lease = 10 * time.Second })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Do(context.Background(), r, f.createOrder(r.Scope, "crashed", nil))
+	if str(f.record(r.Scope, r.Key), "status") != idem.StatusInProgress {
+		t.Fatal("crash did not leave the record in progress")
+	}
+}
+
+func TestTakeoverAfterLeaseExpiry(t *testing.T) {
+	f := newFixture(t)
+	r := req("alice", "k1", `{}`)
+	crashAfterClaim(t, f, r)
+	ctx := context.Background()
+
+	// While the dead holder's lease is live, a retry is told to wait.
+	if _, err := f.store.Do(ctx, r, f.createOrder("alice", "o1", nil)); !errors.Is(err, idem.ErrInProgress) {
+		t.Fatalf("err = %v before the lease ended, want ErrInProgress", err)
+	}
+	f.clock.Advance(11 * time.Second)
+	// A different request still may not take the key over.
+	if _, err := f.store.Do(ctx, req("alice", "k1", `{"other":1}`), f.createOrder("alice", "o2", nil)); !errors.Is(err, idem.ErrFingerprintMismatch) {
+		t.Fatalf("err = %v for a different request after the lease, want ErrFingerprintMismatch", err)
+	}
+	res, err := f.store.Do(ctx, r, f.createOrder("alice", "o1", nil))
+	if err != nil || res.Replayed || res.Response.StatusCode != 201 {
+		t.Fatalf("takeover = %+v, %v; want a fresh 201", res, err)
+	}
+	rec := f.record("alice", "k1")
+	if str(rec, "status") != idem.StatusCompleted || rec["attempts"].(*types.AttributeValueMemberN).Value != "2" {
+		t.Fatalf("record = %v, want COMPLETED on attempt 2", rec)
+	}
+}
+
+func TestFencedSlowHolderCommitsNothing(t *testing.T) {
+	// The slow holder comes back either after the taker completed or while
+	// the taker is still working: the second is what the lease token alone
+	// fences, since the record is then still in progress.
+	for _, takerDoneFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("taker_done_first=%v", takerDoneFirst), func(t *testing.T) {
+			f := newFixture(t, func(o *idem.Options) { o.Lease = 10 * time.Second })
+			r := req("alice", "k1", `{}`)
+			ctx := context.Background()
+			slow := make(chan error, 1)
+			slowStalled, slowResume := make(chan struct{}), make(chan struct{})
+			go func() {
+				_, err := f.store.Do(ctx, r, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+					close(slowStalled)
+					<-slowResume // stalls past its lease: a GC pause, a slow call
+					tx.Add(f.orderPut("alice", "slow-order", "slow"), nil)
+					return idem.Response{StatusCode: 201, Body: []byte("slow")}, nil
+				})
+				slow <- err
+			}()
+			<-slowStalled
+			f.clock.Advance(11 * time.Second)
+
+			taker := make(chan error, 1)
+			takerWorking, takerResume := make(chan struct{}), make(chan struct{})
+			go func() {
+				res, err := f.newStore().Do(ctx, r, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+					close(takerWorking)
+					<-takerResume
+					tx.Add(f.orderPut("alice", "taker-order", "taker"), nil)
+					return idem.Response{StatusCode: 201, Body: []byte("taker")}, nil
+				})
+				if err == nil && string(res.Response.Body) != "taker" {
+					err = fmt.Errorf("taker got %q", res.Response.Body)
+				}
+				taker <- err
+			}()
+			<-takerWorking
+			if takerDoneFirst {
+				close(takerResume)
+				if err := <-taker; err != nil {
+					t.Fatalf("taker: %v", err)
+				}
+			}
+			close(slowResume)
+			if err := <-slow; !errors.Is(err, idem.ErrLeaseLost) {
+				t.Fatalf("slow holder err = %v, want ErrLeaseLost", err)
+			}
+			if !takerDoneFirst {
+				close(takerResume)
+				if err := <-taker; err != nil {
+					t.Fatalf("taker: %v", err)
+				}
+			}
+			if f.order("alice", "slow-order") != nil {
+				t.Fatal("the fenced holder's business write was committed")
+			}
+			if f.order("alice", "taker-order") == nil {
+				t.Fatal("the taker's business write is missing")
+			}
+			replay, err := f.store.Do(ctx, r, f.createOrder("alice", "x", nil))
+			if err != nil || string(replay.Response.Body) != "taker" {
+				t.Fatalf("replay after the race = %+v, %v; want the taker's response", replay, err)
+			}
+		})
+	}
+}
+
+func TestErrorReleasesKeyAndRetryRunsAgain(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	r := req("alice", "k1", `{}`)
+	transient := errors.New("provider timed out")
+	_, err := f.store.Do(ctx, r, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		tx.Add(f.orderPut("alice", "o1", "never"), nil)
+		return idem.Response{}, transient
+	})
+	if !errors.Is(err, transient) {
+		t.Fatalf("err = %v, want the work's error", err)
+	}
+	if f.record("alice", "k1") != nil || f.order("alice", "o1") != nil {
+		t.Fatal("a failed operation left a record or a business write")
+	}
+	var runs atomic.Int32
+	res, err := f.store.Do(ctx, r, f.createOrder("alice", "o1", &runs))
+	if err != nil || res.Replayed || runs.Load() != 1 {
+		t.Fatalf("retry = %+v, %v after %d runs; want the work to run again", res, err, runs.Load())
+	}
+}
+
+func TestStoredResponsesOfAnyStatusReplay(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	declined := func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		return idem.Response{StatusCode: 402, Body: []byte(`{"error":"card_declined"}`)}, nil
+	}
+	if _, err := f.store.Do(ctx, req("alice", "k1", `{}`), declined); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.store.Do(ctx, req("alice", "k1", `{}`), f.createOrder("alice", "o1", nil))
+	if err != nil || !res.Replayed || res.Response.StatusCode != 402 {
+		t.Fatalf("got %+v, %v; want the 402 replayed", res, err)
+	}
+}
+
+func TestExpiredRecordIsTreatedAsAbsent(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.store.Do(ctx, req("alice", "k1", `{"v":1}`), f.createOrder("alice", "o1", nil)); err != nil {
+		t.Fatal(err)
+	}
+	// Past the TTL; DynamoDB may not have deleted the item yet (moto never
+	// does), so the item is still there.
+	f.clock.Advance(idem.MinTTL + time.Minute)
+	if f.record("alice", "k1") == nil {
+		t.Fatal("expected the expired item to be still present")
+	}
+	var runs atomic.Int32
+	res, err := f.store.Do(ctx, req("alice", "k1", `{"v":2}`), f.createOrder("alice", "o2", &runs))
+	if err != nil || res.Replayed || runs.Load() != 1 {
+		t.Fatalf("got %+v, %v; want the expired key reclaimed and the work run", res, err)
+	}
+}
+
+func TestScopesAreSeparateOperations(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	var runs atomic.Int32
+	for _, scope := range []string{"alice", "bob", "alice#", "5:alice"} {
+		res, err := f.store.Do(ctx, req(scope, "shared-key", `{}`), f.createOrder(scope, "o1", &runs))
+		if err != nil || res.Replayed {
+			t.Fatalf("scope %q: got %+v, %v; want its own execution", scope, res, err)
+		}
+	}
+	if runs.Load() != 4 {
+		t.Fatalf("runs = %d, want one per scope", runs.Load())
+	}
+}
+
+func TestRacingDuplicatesExecuteOnce(t *testing.T) {
+	f := newFixture(t)
+	const n = 50
+	var runs atomic.Int32
+	var wg sync.WaitGroup
+	results := make([]idem.Result, n)
+	errs := make([]error, n)
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			results[i], errs[i] = f.newStore().Do(context.Background(), req("alice", "race", `{}`), func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+				runs.Add(1)
+				tx.Add(f.orderPut("alice", "race-order", strconv.Itoa(i)), nil)
+				return idem.Response{StatusCode: 201, Body: []byte("winner " + strconv.Itoa(i))}, nil
+			})
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if runs.Load() != 1 {
+		t.Fatalf("work ran %d times, want 1", runs.Load())
+	}
+	winner := str(f.order("alice", "race-order"), "note")
+	executed, replayed, conflicts := 0, 0, 0
+	for i := range n {
+		switch {
+		case errors.Is(errs[i], idem.ErrInProgress):
+			conflicts++
+		case errs[i] != nil:
+			t.Fatalf("caller %d: %v", i, errs[i])
+		case string(results[i].Response.Body) != "winner "+winner:
+			t.Fatalf("caller %d got %q, want the winner's response", i, results[i].Response.Body)
+		case results[i].Replayed:
+			replayed++
+		default:
+			executed++
+		}
+	}
+	if executed != 1 || executed+replayed+conflicts != n {
+		t.Fatalf("executed=%d replayed=%d conflicts=%d", executed, replayed, conflicts)
+	}
+	t.Logf("executed=%d replayed=%d in-progress=%d", executed, replayed, conflicts)
+}
+
+func TestLeaseIsBoundedByDeadline(t *testing.T) {
+	f := newFixture(t, func(o *idem.Options) { o.Lease = time.Minute })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	var leaseMs int64
+	var workDeadline time.Time
+	_, err := f.store.Do(ctx, req("alice", "k1", `{}`), func(wctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		rec := f.record("alice", "k1")
+		until, _ := strconv.ParseInt(rec["lease_until"].(*types.AttributeValueMemberN).Value, 10, 64)
+		leaseMs = until - f.clock.Now().UnixMilli()
+		workDeadline, _ = wctx.Deadline()
+		return idem.Response{StatusCode: 200}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if leaseMs > 3000 || leaseMs < 2500 {
+		t.Fatalf("lease = %dms, want it cut to the 3s deadline", leaseMs)
+	}
+	ctxDeadline, _ := ctx.Deadline()
+	if !workDeadline.Before(ctxDeadline) {
+		t.Fatalf("work deadline %v is not before the lease's end %v", workDeadline, ctxDeadline)
+	}
+}
+
+func TestBusinessConflictStoresDecidedResponseWithoutWrites(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.raw.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.business), Item: f.orderPut("alice", "taken", "existing").Put.Item}); err != nil {
+		t.Fatal(err)
+	}
+	var sawOld string
+	work := func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		tx.Add(f.orderPut("alice", "taken", "new"), func(old map[string]types.AttributeValue) (idem.Response, error) {
+			sawOld = str(old, "note")
+			return idem.Response{StatusCode: 409, Body: []byte(`{"error":"order_id_taken"}`)}, nil
+		})
+		tx.Add(f.orderPut("alice", "side", "must not land"), nil)
+		return idem.Response{StatusCode: 201}, nil
+	}
+	res, err := f.store.Do(ctx, req("alice", "k1", `{}`), work)
+	if err != nil || res.Response.StatusCode != 409 {
+		t.Fatalf("got %+v, %v; want the ConflictFunc's 409", res, err)
+	}
+	if sawOld != "existing" {
+		t.Fatalf("ConflictFunc saw note %q, want the existing item", sawOld)
+	}
+	if str(f.order("alice", "taken"), "note") != "existing" || f.order("alice", "side") != nil {
+		t.Fatal("a write of the conflicted transaction landed")
+	}
+	replay, err := f.store.Do(ctx, req("alice", "k1", `{}`), work)
+	if err != nil || !replay.Replayed || replay.Response.StatusCode != 409 {
+		t.Fatalf("replay = %+v, %v; want the 409 stored", replay, err)
+	}
+}
+
+func TestBusinessConflictWithoutHandlerReleasesKey(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.raw.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.business), Item: f.orderPut("alice", "taken", "existing").Put.Item}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.store.Do(ctx, req("alice", "k1", `{}`), f.createOrder("alice", "taken", nil))
+	if !errors.Is(err, idem.ErrWriteConditionFailed) {
+		t.Fatalf("err = %v, want ErrWriteConditionFailed", err)
+	}
+	if f.record("alice", "k1") != nil {
+		t.Fatal("key not released")
+	}
+}
+
+func TestCommitWhoseAnswerWasLostSucceeds(t *testing.T) {
+	cases := []struct {
+		name string
+		// after rewrites the answer of a transaction that committed.
+		after func(f *fixture) func(context.Context, *dynamodb.TransactWriteItemsInput, *dynamodb.TransactWriteItemsOutput, error) (*dynamodb.TransactWriteItemsOutput, error)
+	}{
+		{"timeout after commit", func(f *fixture) func(context.Context, *dynamodb.TransactWriteItemsInput, *dynamodb.TransactWriteItemsOutput, error) (*dynamodb.TransactWriteItemsOutput, error) {
+			return func(_ context.Context, _ *dynamodb.TransactWriteItemsInput, out *dynamodb.TransactWriteItemsOutput, err error) (*dynamodb.TransactWriteItemsOutput, error) {
+				if err != nil {
+					return out, err
+				}
+				return nil, context.DeadlineExceeded
+			}
+		}},
+		{"retried commit comes back cancelled", func(f *fixture) func(context.Context, *dynamodb.TransactWriteItemsInput, *dynamodb.TransactWriteItemsOutput, error) (*dynamodb.TransactWriteItemsOutput, error) {
+			// As an SDK retry does on an engine that ignores
+			// ClientRequestToken: the same input sent again.
+			return func(ctx context.Context, in *dynamodb.TransactWriteItemsInput, out *dynamodb.TransactWriteItemsOutput, err error) (*dynamodb.TransactWriteItemsOutput, error) {
+				if err != nil {
+					return out, err
+				}
+				return f.raw.TransactWriteItems(ctx, in)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.db.afterTx = tc.after(f)
+			res, err := f.store.Do(context.Background(), req("alice", "k1", `{}`), f.createOrder("alice", "o1", nil))
+			if err != nil || res.Response.StatusCode != 201 || res.Replayed {
+				t.Fatalf("got %+v, %v; want the committed 201", res, err)
+			}
+			if str(f.record("alice", "k1"), "status") != idem.StatusCompleted || f.order("alice", "o1") == nil {
+				t.Fatal("commit not in the table")
+			}
+		})
+	}
+}
+
+func TestTransactionConflictIsRetried(t *testing.T) {
+	f := newFixture(t)
+	var failed atomic.Bool
+	f.db.before = func(op string) error {
+		if op == "TransactWriteItems" && !failed.Swap(true) {
+			return &types.TransactionCanceledException{
+				Message:             aws.String("conflict"),
+				CancellationReasons: []types.CancellationReason{{Code: aws.String("None")}, {Code: aws.String("TransactionConflict")}},
+			}
+		}
+		return nil
+	}
+	res, err := f.store.Do(context.Background(), req("alice", "k1", `{}`), f.createOrder("alice", "o1", nil))
+	if err != nil || res.Response.StatusCode != 201 {
+		t.Fatalf("got %+v, %v; want the retried commit", res, err)
+	}
+	if f.db.get("TransactWriteItems") != 2 {
+		t.Fatalf("TransactWriteItems calls = %d, want 2", f.db.get("TransactWriteItems"))
+	}
+}
+
+func TestUnknownCommitOutcomeReleasesWhenNothingLanded(t *testing.T) {
+	f := newFixture(t)
+	f.db.before = func(op string) error {
+		if op == "TransactWriteItems" {
+			return errors.New("connection reset")
+		}
+		return nil
+	}
+	_, err := f.store.Do(context.Background(), req("alice", "k1", `{}`), f.createOrder("alice", "o1", nil))
+	if err == nil || errors.Is(err, idem.ErrLeaseLost) {
+		t.Fatalf("err = %v, want a plain failure", err)
+	}
+	if f.record("alice", "k1") != nil || f.order("alice", "o1") != nil {
+		t.Fatal("an uncommitted operation left a record or a write")
+	}
+}
