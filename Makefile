@@ -1,0 +1,48 @@
+# The front door. `make help` lists the targets.
+SHELL := /usr/bin/env bash
+GO    ?= go
+# Linux binaries for Lambda: no cgo, no RPC shim (provided.al2023 speaks the
+# Runtime API), stripped.
+LAMBDA_FLAGS := CGO_ENABLED=0 GOOS=linux
+LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags='-s -w' -buildvcs=false
+FUNCTIONS    := charge order
+HOST_ARCH    := $(shell $(GO) env GOARCH)
+
+.PHONY: help test vet run build deps deploy clean
+
+help:
+	@echo "make run     start the local DynamoDB engine with the template's tables"
+	@echo "make test    go vet and every test, on a local engine the tests start themselves"
+	@echo "make build   bootstrap binaries: bin/<fn>/bootstrap (host arch) and bin/arm64/<fn>/bootstrap"
+	@echo "make deploy  sam build && sam deploy"
+
+deps:
+	@local/ensure-moto.sh
+
+vet:
+	$(GO) vet ./...
+
+test: deps vet
+	$(GO) test -count=1 -timeout 15m ./...
+
+run: deps
+	$(GO) run ./local/cmd/ddblocal
+
+build:
+	@for fn in $(FUNCTIONS); do \
+	  $(LAMBDA_FLAGS) GOARCH=$(HOST_ARCH) $(GO) build $(LAMBDA_BUILD) -o bin/$$fn/bootstrap ./functions/$$fn && \
+	  $(LAMBDA_FLAGS) GOARCH=arm64 $(GO) build $(LAMBDA_BUILD) -o bin/arm64/$$fn/bootstrap ./functions/$$fn || exit 1; \
+	  echo "built bin/$$fn/bootstrap ($(HOST_ARCH)) and bin/arm64/$$fn/bootstrap"; \
+	done
+
+# sam build runs these (BuildMethod: makefile), with ARTIFACTS_DIR set.
+build-ChargeFunction:
+	$(LAMBDA_FLAGS) GOARCH=arm64 $(GO) build $(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/charge
+build-OrderFunction:
+	$(LAMBDA_FLAGS) GOARCH=arm64 $(GO) build $(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/order
+
+deploy:
+	sam build && sam deploy
+
+clean:
+	rm -rf bin local/.run .aws-sam
