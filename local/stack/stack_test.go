@@ -1,0 +1,48 @@
+package stack_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/idemkeys/idem/local/dynamo"
+	"github.com/idemkeys/idem/local/stack"
+)
+
+func TestLoadResolvesGlobalsRefsAndBuildTargets(t *testing.T) {
+	path, err := dynamo.FindTemplate(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := stack.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	charge, err := tpl.Function("ChargeFunction")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct{ what, got, want string }{
+		{"package from the Makefile's build-ChargeFunction", charge.Package, "./functions/charge"},
+		{"a resource Ref in Globals", charge.Env["IDEMPOTENCY_TABLE"], stack.RefPrefix + "IdempotencyTable"},
+		{"a parameter Ref in Globals", charge.Env["SCOPE_CLAIM"], "sub"},
+		{"a resource Ref in the function", charge.Env["CHARGES_TABLE"], stack.RefPrefix + "ChargesTable"},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %q, want %q", c.what, c.got, c.want)
+		}
+	}
+	if charge.Timeout <= 0 {
+		t.Errorf("timeout %d not taken from Globals", charge.Timeout)
+	}
+	if !slices.Contains(charge.Routes, stack.Route{Event: "CreateCharge", Method: "POST", Path: "/charges"}) {
+		t.Errorf("routes = %v, want POST /charges among them", charge.Routes)
+	}
+	var resources []string
+	for _, p := range charge.Policies {
+		resources = append(resources, p.Resources...)
+	}
+	if !slices.Contains(resources, stack.GetAttPrefix+"ChargesTable.Arn") {
+		t.Errorf("policy resources = %v, want the ChargesTable ARN as a GetAtt", resources)
+	}
+}
