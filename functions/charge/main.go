@@ -1,16 +1,79 @@
-// Command charge is the charge API's Lambda function (skeleton: see issue 3).
+// Command charge is the Lambda function behind POST /charges and
+// GET /charges/{id}: a card charge that happens once per Idempotency-Key.
+//
+// Configuration, read once here:
+//
+//	IDEMPOTENCY_TABLE, CHARGES_TABLE   the tables (template.yaml sets them)
+//	SCOPE_CLAIM                        the JWT claim that names the caller (default sub)
+//	PROVIDER_BASE_URL                  the Stripe-compatible API
+//	PROVIDER_SECRET_KEY                its secret key, or else
+//	PROVIDER_SECRET_PARAMETER          the SSM SecureString parameter holding it
+//	DYNAMODB_ENDPOINT                  a local DynamoDB engine, for local runs
 package main
 
 import (
 	"context"
-	"net/http"
+	"fmt"
+	"os"
+	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
+	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/pkg/idem"
 )
 
-func handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusNotImplemented}, nil
+func main() {
+	s, err := newServer(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "charge:", err)
+		os.Exit(1)
+	}
+	lambda.Start(s.routes().Handle)
 }
 
-func main() { lambda.Start(handle) }
+func newServer(ctx context.Context) (*server, error) {
+	log := app.Logger()
+	cfg, db, err := app.AWS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	idemTable, err := app.Env("IDEMPOTENCY_TABLE")
+	if err != nil {
+		return nil, err
+	}
+	charges, err := app.Env("CHARGES_TABLE")
+	if err != nil {
+		return nil, err
+	}
+	baseURL, err := app.Env("PROVIDER_BASE_URL")
+	if err != nil {
+		return nil, err
+	}
+	secret := os.Getenv("PROVIDER_SECRET_KEY")
+	if secret == "" {
+		name, err := app.Env("PROVIDER_SECRET_PARAMETER")
+		if err != nil {
+			return nil, fmt.Errorf("set PROVIDER_SECRET_KEY or PROVIDER_SECRET_PARAMETER: %w", err)
+		}
+		out, err := ssm.NewFromConfig(cfg).GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(name), WithDecryption: aws.Bool(true)})
+		if err != nil {
+			return nil, fmt.Errorf("read the provider secret from SSM %s: %w", name, err)
+		}
+		secret = aws.ToString(out.Parameter.Value)
+	}
+	store, err := idem.New(db, idemTable, func(o *idem.Options) { o.Logger = log })
+	if err != nil {
+		return nil, err
+	}
+	claim := os.Getenv("SCOPE_CLAIM")
+	if claim == "" {
+		claim = "sub"
+	}
+	return &server{
+		store: store, db: db, table: charges, scopeClaim: claim, log: log, now: time.Now,
+		payments: newStripePayments(baseURL, secret, log),
+	}, nil
+}

@@ -1,0 +1,359 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemkeys/idem/local/apigw"
+	"github.com/idemkeys/idem/local/dynamo"
+	"github.com/idemkeys/idem/local/dynamotest"
+	"github.com/idemkeys/idem/local/provider"
+	"github.com/idemkeys/idem/local/stack"
+	"github.com/idemkeys/idem/pkg/idem"
+)
+
+func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
+
+const secret = "sk_test_local"
+
+type fixture struct {
+	t       *testing.T
+	raw     *dynamodb.Client
+	sim     *provider.Simulator
+	server  *server
+	routes  []stack.Route
+	handle  func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+	tables  []string
+}
+
+func template(t testing.TB) *stack.Template {
+	t.Helper()
+	path, err := dynamo.FindTemplate(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := stack.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tpl
+}
+
+func newFixture(t *testing.T, storeOpts ...func(*idem.Options)) *fixture {
+	t.Helper()
+	raw := dynamotest.Client(t)
+	sim := provider.New(secret, nil)
+	api := httptest.NewServer(sim)
+	t.Cleanup(api.Close)
+	f := &fixture{t: t, raw: raw, sim: sim}
+	idemTable := dynamotest.Table(t, raw, "IdempotencyTable")
+	charges := dynamotest.Table(t, raw, "ChargesTable")
+	f.tables = []string{idemTable, charges}
+	store, err := idem.New(raw, idemTable, storeOpts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	f.server = &server{store: store, db: raw, table: charges, scopeClaim: "sub", log: log, now: time.Now,
+		payments: newStripePayments(api.URL, secret, log)}
+	fn, err := template(t).Function("ChargeFunction")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.routes = fn.Routes
+	f.handle = f.server.routes().Handle
+	return f
+}
+
+// call sends one HTTP request, as API Gateway would turn it into an event.
+// sub is the verified caller; "" sends no authorizer context.
+func (f *fixture) call(method, path, sub, key, body string, extra ...string) events.APIGatewayV2HTTPResponse {
+	f.t.Helper()
+	r := httptest.NewRequest(method, path, strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		r.Header.Set("Idempotency-Key", key)
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		r.Header.Set(extra[i], extra[i+1])
+	}
+	route, params, ok := apigw.Match(f.routes, method, r.URL.Path)
+	if !ok {
+		f.t.Fatalf("no template route for %s %s", method, path)
+	}
+	var claims map[string]string
+	if sub != "" {
+		claims = map[string]string{"sub": sub}
+	}
+	resp, err := f.handle(context.Background(), apigw.Event(r, []byte(body), route, params, claims))
+	if err != nil {
+		f.t.Fatalf("%s %s: handler error %v", method, path, err)
+	}
+	return resp
+}
+
+// items counts the items in all of the fixture's tables.
+func (f *fixture) items() int {
+	f.t.Helper()
+	n := 0
+	for _, table := range f.tables {
+		out, err := f.raw.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		n += int(out.Count)
+	}
+	return n
+}
+
+func errorCode(t *testing.T, resp events.APIGatewayV2HTTPResponse) string {
+	t.Helper()
+	var body struct {
+		Error struct{ Code string } `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(resp.Body), &body); err != nil {
+		t.Fatalf("error body %q is not JSON: %v", resp.Body, err)
+	}
+	return body.Error.Code
+}
+
+const visa = `{"amount":1050,"currency":"usd","payment_method":"pm_card_visa","description":"tea","metadata":{"order":"o-1"}}`
+
+func TestChargeOnceAndReplay(t *testing.T) {
+	f := newFixture(t)
+	first := f.call("POST", "/charges", "alice", "k-1", visa)
+	if first.StatusCode != 201 || first.Headers["Location"] == "" {
+		t.Fatalf("first = %d %v %s", first.StatusCode, first.Headers, first.Body)
+	}
+	again := f.call("POST", "/charges", "alice", `"k-1"`, "{\n  \"currency\": \"usd\", \"amount\": 1050, \"payment_method\": \"pm_card_visa\", \"metadata\": {\"order\":\"o-1\"}, \"description\": \"tea\"}")
+	if again.StatusCode != 201 || again.Body != first.Body || again.Headers["Location"] != first.Headers["Location"] {
+		t.Fatalf("replay = %d %s, want the first response", again.StatusCode, again.Body)
+	}
+	if again.Headers[idem.HeaderReplayed] != "true" || first.Headers[idem.HeaderReplayed] != "" {
+		t.Fatalf("Idempotent-Replayed: first %q, replay %q", first.Headers[idem.HeaderReplayed], again.Headers[idem.HeaderReplayed])
+	}
+	if n := len(f.sim.Effects()); n != 1 {
+		t.Fatalf("provider charged %d times, want 1", n)
+	}
+	var ch charge
+	json.Unmarshal([]byte(first.Body), &ch)
+	got := f.call("GET", "/charges/"+ch.ID, "alice", "", "")
+	if got.StatusCode != 200 || !strings.Contains(got.Body, `"amount":1050`) {
+		t.Fatalf("GET = %d %s", got.StatusCode, got.Body)
+	}
+}
+
+func TestDeclineIsStoredAndReplayedAs402(t *testing.T) {
+	f := newFixture(t)
+	body := `{"amount":500,"currency":"eur","payment_method":"` + provider.CardDeclined + `"}`
+	first := f.call("POST", "/charges", "alice", "k-1", body)
+	if first.StatusCode != 402 || errorCode(t, first) != "card_declined" {
+		t.Fatalf("first = %d %s, want 402 card_declined", first.StatusCode, first.Body)
+	}
+	again := f.call("POST", "/charges", "alice", "k-1", body)
+	if again.StatusCode != 402 || again.Body != first.Body || again.Headers[idem.HeaderReplayed] != "true" {
+		t.Fatalf("replay = %d %s", again.StatusCode, again.Body)
+	}
+	if n := len(f.sim.Effects()); n != 1 {
+		t.Fatalf("provider attempted %d charges, want 1", n)
+	}
+}
+
+func TestSameKeyOtherAmountIs422(t *testing.T) {
+	f := newFixture(t)
+	f.call("POST", "/charges", "alice", "k-1", visa)
+	other := f.call("POST", "/charges", "alice", "k-1", strings.Replace(visa, "1050", "9999", 1))
+	if other.StatusCode != 422 || errorCode(t, other) != "idempotency_key_reused" {
+		t.Fatalf("got %d %s, want 422", other.StatusCode, other.Body)
+	}
+	if n := len(f.sim.Effects()); n != 1 {
+		t.Fatalf("provider charged %d times, want 1", n)
+	}
+}
+
+func TestProviderFailureReleasesTheKey(t *testing.T) {
+	f := newFixture(t)
+	// The provider client retries network errors, not a 500 that carries
+	// an error body, so one fault fails the call.
+	f.sim.Inject(provider.Fault{Kind: provider.FailBeforeEffect, Status: 500})
+	failed := f.call("POST", "/charges", "alice", "k-1", visa)
+	if failed.StatusCode != 502 || failed.Headers["Retry-After"] == "" || errorCode(t, failed) != "provider_unavailable" {
+		t.Fatalf("got %d %v %s, want 502 with Retry-After", failed.StatusCode, failed.Headers, failed.Body)
+	}
+	if f.items() != 0 {
+		t.Fatal("a failed charge left items behind")
+	}
+	retry := f.call("POST", "/charges", "alice", "k-1", visa)
+	if retry.StatusCode != 201 || retry.Headers[idem.HeaderReplayed] != "" {
+		t.Fatalf("retry = %d %s, want a fresh 201", retry.StatusCode, retry.Body)
+	}
+	if n := len(f.sim.Effects()); n != 1 {
+		t.Fatalf("provider charged %d times, want 1", n)
+	}
+}
+
+func TestProviderSucceededButAnswerWasLost(t *testing.T) {
+	f := newFixture(t)
+	f.sim.Inject(provider.Fault{Kind: provider.DropAfterEffect})
+	resp := f.call("POST", "/charges", "alice", "k-1", visa)
+	if resp.StatusCode != 201 {
+		t.Fatalf("got %d %s, want 201 once the client's retry is replayed by the provider", resp.StatusCode, resp.Body)
+	}
+	if n := len(f.sim.Effects()); n != 1 {
+		t.Fatalf("provider charged %d times, want 1", n)
+	}
+}
+
+// dead is a DynamoDB client whose process died after the claim: nothing
+// after the first PutItem reaches the table.
+type dead struct{ *dynamodb.Client }
+
+func (d dead) TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	return nil, errors.New("killed")
+}
+
+func (d dead) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	return nil, errors.New("killed")
+}
+
+func TestTakeoverAfterCrashChargesOnce(t *testing.T) {
+	now := time.Now()
+	clock := func() time.Time { return now }
+	f := newFixture(t, func(o *idem.Options) { o.Clock = clock; o.Lease = 5 * time.Second })
+	crashed, err := idem.New(dead{f.raw}, f.tables[0], func(o *idem.Options) { o.Clock = clock; o.Lease = 5 * time.Second })
+	if err != nil {
+		t.Fatal(err)
+	}
+	healthy := f.server.store
+	f.server.store = crashed
+	f.handle = f.server.routes().Handle
+	f.call("POST", "/charges", "alice", "k-1", visa) // charged at the provider, then died
+	if n := len(f.sim.Effects()); n != 1 {
+		t.Fatalf("provider effects after the crash = %d, want 1", n)
+	}
+
+	f.server.store = healthy
+	f.handle = f.server.routes().Handle
+	if busy := f.call("POST", "/charges", "alice", "k-1", visa); busy.StatusCode != 409 || busy.Headers["Retry-After"] == "" {
+		t.Fatalf("retry within the lease = %d %v, want 409 with Retry-After", busy.StatusCode, busy.Headers)
+	}
+	now = now.Add(6 * time.Second)
+	resp := f.call("POST", "/charges", "alice", "k-1", visa)
+	if resp.StatusCode != 201 {
+		t.Fatalf("takeover = %d %s", resp.StatusCode, resp.Body)
+	}
+	effects := f.sim.Effects()
+	var ch charge
+	json.Unmarshal([]byte(resp.Body), &ch)
+	if len(effects) != 1 || effects[0].PaymentIntentID != ch.ID {
+		t.Fatalf("effects = %+v, charge %s: want the crashed attempt's one charge", effects, ch.ID)
+	}
+}
+
+func TestBadRequestsWriteNothing(t *testing.T) {
+	f := newFixture(t)
+	cases := []struct {
+		name, sub, key, body string
+		status               int
+		code                 string
+	}{
+		{"malformed JSON", "alice", "k", `{"amount":`, 400, "invalid_request"},
+		{"wrong type", "alice", "k", `{"amount":"ten","currency":"usd","payment_method":"pm_card_visa"}`, 400, "invalid_request"},
+		{"fractional amount", "alice", "k", `{"amount":10.5,"currency":"usd","payment_method":"pm_card_visa"}`, 400, "invalid_request"},
+		{"zero amount", "alice", "k", `{"amount":0,"currency":"usd","payment_method":"pm_card_visa"}`, 400, "invalid_request"},
+		{"negative amount", "alice", "k", `{"amount":-5,"currency":"usd","payment_method":"pm_card_visa"}`, 400, "invalid_request"},
+		{"unknown currency", "alice", "k", `{"amount":5,"currency":"xyz","payment_method":"pm_card_visa"}`, 400, "invalid_request"},
+		{"no payment source", "alice", "k", `{"amount":5,"currency":"usd"}`, 400, "invalid_request"},
+		{"two payment sources", "alice", "k", `{"amount":5,"currency":"usd","payment_method":"pm_card_visa","customer":"cus_1"}`, 400, "invalid_request"},
+		{"unknown field", "alice", "k", `{"amount":5,"currency":"usd","payment_method":"pm_card_visa","card_number":"4242"}`, 400, "invalid_request"},
+		{"duplicate field", "alice", "k", `{"amount":5,"amount":7,"currency":"usd","payment_method":"pm_card_visa"}`, 400, "invalid_json"},
+		{"body over 64 KB", "alice", "k", `{"amount":5,"currency":"usd","payment_method":"pm_card_visa","description":"` + strings.Repeat("x", 65<<10) + `"}`, 413, "body_too_large"},
+		{"key over 255", "alice", strings.Repeat("k", 256), visa, 400, "idempotency_key_invalid"},
+		{"key with control character", "alice", "k\x01y", visa, 400, "idempotency_key_invalid"},
+		{"missing key", "alice", "", visa, 400, "idempotency_key_missing"},
+		{"unauthenticated", "", "k", visa, 401, "unauthenticated"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := f.call("POST", "/charges", tc.sub, tc.key, tc.body)
+			if resp.StatusCode != tc.status || errorCode(t, resp) != tc.code {
+				t.Fatalf("got %d %s, want %d %s", resp.StatusCode, resp.Body, tc.status, tc.code)
+			}
+			if n := f.items(); n != 0 {
+				t.Fatalf("%d items written", n)
+			}
+			if n := len(f.sim.Effects()); n != 0 {
+				t.Fatalf("provider called %d times", n)
+			}
+		})
+	}
+}
+
+func TestChargesAreScopedToTheCaller(t *testing.T) {
+	f := newFixture(t)
+	created := f.call("POST", "/charges", "alice", "k-1", visa, "X-Scope", "bob", "X-Tenant-Id", "bob")
+	var ch charge
+	json.Unmarshal([]byte(created.Body), &ch)
+	if got := f.call("GET", "/charges/"+ch.ID, "alice", "", ""); got.StatusCode != 200 {
+		t.Fatalf("owner GET = %d", got.StatusCode)
+	}
+	for _, tc := range []struct{ sub, id string }{{"bob", ch.ID}, {"alice", "pi_missing"}} {
+		got := f.call("GET", "/charges/"+tc.id, tc.sub, "", "")
+		if got.StatusCode != 404 || errorCode(t, got) != "not_found" {
+			t.Fatalf("GET %s as %s = %d %s, want 404", tc.id, tc.sub, got.StatusCode, got.Body)
+		}
+	}
+	if got := f.call("GET", "/charges/"+ch.ID, "", "", ""); got.StatusCode != 401 {
+		t.Fatalf("unauthenticated GET = %d, want 401", got.StatusCode)
+	}
+	// The same key from bob is bob's own operation, not alice's replay.
+	bobs := f.call("POST", "/charges", "bob", "k-1", visa)
+	if bobs.StatusCode != 201 || bobs.Headers[idem.HeaderReplayed] != "" || bobs.Body == created.Body {
+		t.Fatalf("bob's charge = %d %v, want a charge of his own", bobs.StatusCode, bobs.Headers)
+	}
+}
+
+func TestTemplateRoutesAndTablesMatchTheCode(t *testing.T) {
+	fn, err := template(t).Function("ChargeFunction")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var declared []string
+	for _, r := range fn.Routes {
+		declared = append(declared, r.Method+" "+r.Path)
+	}
+	var handled []string
+	for k := range (&server{store: &idem.Store{}}).routes() {
+		handled = append(handled, k)
+	}
+	slices.Sort(declared)
+	slices.Sort(handled)
+	if !slices.Equal(declared, handled) {
+		t.Fatalf("template routes %v, handlers %v", declared, handled)
+	}
+	path, _ := dynamo.FindTemplate(".")
+	tables, err := dynamo.TemplateTables(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := dynamo.Lookup(tables, "ChargesTable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(def.KeySchema) != 2 || *def.KeySchema[0].AttributeName != attrScope || *def.KeySchema[1].AttributeName != attrChargeID {
+		t.Fatalf("ChargesTable keys %v, code uses %s and %s", def.KeySchema, attrScope, attrChargeID)
+	}
+}

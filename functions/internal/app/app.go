@@ -1,0 +1,103 @@
+// Package app holds what the HTTP functions share: routing by API Gateway
+// route key, configuration from the environment, clients, and JSON bodies.
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemkeys/idem/pkg/idem"
+)
+
+// Routes maps API Gateway route keys ("POST /charges", "GET /charges/{id}")
+// to handlers. Its keys are what template.yaml's HttpApi events declare; a
+// test checks that the two agree.
+type Routes map[string]idem.APIGatewayHandler
+
+// Handle dispatches on the route key, which API Gateway (and sam local)
+// sets to the matched route's "METHOD /path".
+func (r Routes) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	h, ok := r[req.RouteKey]
+	if !ok {
+		return idem.ErrorResponse(http.StatusNotFound, "route_not_found", "no route "+req.RouteKey), nil
+	}
+	return h(ctx, req)
+}
+
+// Env returns a required variable, or an error naming it.
+func Env(name string) (string, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return "", fmt.Errorf("environment variable %s is not set", name)
+	}
+	return v, nil
+}
+
+// Logger is the functions' logger: JSON lines on stdout, which CloudWatch
+// Logs keeps per invocation.
+func Logger() *slog.Logger {
+	return slog.New(slog.NewJSONHandler(os.Stdout, nil))
+}
+
+// AWS loads the AWS configuration and a DynamoDB client. DYNAMODB_ENDPOINT,
+// when set, points the client at a local engine.
+func AWS(ctx context.Context) (aws.Config, *dynamodb.Client, error) {
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return aws.Config{}, nil, fmt.Errorf("load AWS config: %w", err)
+	}
+	db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		if ep := os.Getenv("DYNAMODB_ENDPOINT"); ep != "" {
+			o.BaseEndpoint = aws.String(ep)
+		}
+	})
+	return cfg, db, nil
+}
+
+// JSON renders v as a JSON response.
+func JSON(status int, v any) events.APIGatewayV2HTTPResponse {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return idem.ErrorResponse(http.StatusInternalServerError, "internal_error", "response could not be encoded")
+	}
+	return events.APIGatewayV2HTTPResponse{StatusCode: status, Headers: map[string]string{"Content-Type": "application/json"}, Body: string(b)}
+}
+
+// DecodeStrict decodes one JSON object into v, refusing unknown fields and
+// trailing data, with a message fit for a client.
+func DecodeStrict(body []byte, v any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return errors.New("the body is empty; a JSON object is expected")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			return fmt.Errorf("field %q must be %s, not %s", typeErr.Field, typeErr.Type, typeErr.Value)
+		}
+		return fmt.Errorf("not a valid JSON object: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("data after the JSON object")
+	}
+	return nil
+}
+
+// Invalid is a 400 refusal with code "invalid_request".
+func Invalid(format string, args ...any) *idem.Refusal {
+	return &idem.Refusal{StatusCode: http.StatusBadRequest, Code: "invalid_request", Message: fmt.Sprintf(format, args...)}
+}
