@@ -20,6 +20,7 @@ deps:
 	@local/ensure-moto.sh
 
 vet:
+	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
 test: deps vet

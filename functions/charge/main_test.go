@@ -30,13 +30,13 @@ func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
 const secret = "sk_test_local"
 
 type fixture struct {
-	t       *testing.T
-	raw     *dynamodb.Client
-	sim     *provider.Simulator
-	server  *server
-	routes  []stack.Route
-	handle  func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
-	tables  []string
+	t      *testing.T
+	raw    *dynamodb.Client
+	sim    *provider.Simulator
+	server *server
+	routes []stack.Route
+	handle func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+	tables []string
 }
 
 func template(t testing.TB) *stack.Template {
