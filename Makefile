@@ -8,12 +8,13 @@ LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags='-s -w' -buildvcs=false
 FUNCTIONS    := charge order
 HOST_ARCH    := $(shell $(GO) env GOARCH)
 
-.PHONY: help test vet run build deps deploy clean
+.PHONY: help test vet run build invoke deps deploy clean
 
 help:
 	@echo "make run     start the local DynamoDB engine with the template's tables"
 	@echo "make test    go vet and every test, on a local engine the tests start themselves"
 	@echo "make build   bootstrap binaries: bin/<fn>/bootstrap (host arch) and bin/arm64/<fn>/bootstrap"
+	@echo "make invoke  FN=charge EVENT=events/charge-create.json [TIMES=2]: run a bootstrap under the Lambda RIE against make run's stack"
 	@echo "make deploy  sam build && sam deploy"
 
 deps:
@@ -27,7 +28,13 @@ test: deps vet
 	$(GO) test -count=1 -timeout 15m ./...
 
 run: deps
-	$(GO) run ./local/cmd/ddblocal
+	$(GO) run ./local/cmd/run
+
+FN     ?= charge
+EVENT  ?= events/charge-create.json
+TIMES  ?= 1
+invoke: build
+	$(GO) run ./local/cmd/invoke -fn $(FN) -event $(EVENT) -times $(TIMES)
 
 build:
 	@for fn in $(FUNCTIONS); do \

@@ -4,13 +4,11 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stripe/stripe-go/v82"
 
@@ -44,14 +42,9 @@ type charge struct {
 	KeyHash       string            `dynamodbav:"key_hash" json:"-"` // for operators: which key made it
 }
 
-// Reader is the read the GET route makes.
-type Reader interface {
-	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-}
-
 type server struct {
 	store      *idem.Store
-	db         Reader
+	db         app.Reader
 	table      string // ChargesTable
 	payments   Payments
 	scopeClaim string
@@ -148,38 +141,11 @@ func (s *server) create(ctx context.Context, req events.APIGatewayV2HTTPRequest,
 	return resp, nil
 }
 
-var chargeID = regexp.MustCompile(`^[A-Za-z0-9_]{1,255}$`)
-
-// get reads a charge of the caller's. Another caller's charge is 404, the
-// same as none, so that ids cannot be probed across tenants.
+// get reads one of the caller's charges.
 func (s *server) get(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	scope, _, refusal := idem.CheckRequest(&req, s.scopeClaim, maxBody)
-	if refusal != nil {
-		return refusal.Response(), nil
-	}
-	id := req.PathParameters["id"]
-	if !chargeID.MatchString(id) {
-		return idem.ErrorResponse(http.StatusNotFound, "not_found", "no such charge"), nil
-	}
-	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(s.table),
-		Key: map[string]types.AttributeValue{
-			attrScope:    &types.AttributeValueMemberS{Value: scope},
-			attrChargeID: &types.AttributeValueMemberS{Value: id},
-		},
-	})
-	if err != nil {
-		s.log.Error("charge: read", "error", err.Error())
-		return idem.ErrorResponse(http.StatusServiceUnavailable, "internal_error", "could not read the charge; retry"), nil
-	}
-	if len(out.Item) == 0 {
-		return idem.ErrorResponse(http.StatusNotFound, "not_found", "no such charge"), nil
-	}
 	var ch charge
-	if err := attributevalue.UnmarshalMap(out.Item, &ch); err != nil {
-		s.log.Error("charge: decode", "error", err.Error())
-		return idem.ErrorResponse(http.StatusInternalServerError, "internal_error", "could not read the charge"), nil
-	}
-	ch.Object = "charge"
-	return app.JSON(http.StatusOK, ch), nil
+	return app.GetOwn(ctx, req, s.db, s.table, s.scopeClaim, "id", attrChargeID, &ch, func() any {
+		ch.Object = "charge"
+		return ch
+	}, s.log), nil
 }

@@ -8,20 +8,16 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/idemkeys/idem/local/apigw"
-	"github.com/idemkeys/idem/local/dynamo"
+	"github.com/idemkeys/idem/functions/internal/apitest"
 	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/local/provider"
-	"github.com/idemkeys/idem/local/stack"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
@@ -30,26 +26,11 @@ func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
 const secret = "sk_test_local"
 
 type fixture struct {
-	t      *testing.T
+	apitest.Caller
 	raw    *dynamodb.Client
 	sim    *provider.Simulator
 	server *server
-	routes []stack.Route
-	handle func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 	tables []string
-}
-
-func template(t testing.TB) *stack.Template {
-	t.Helper()
-	path, err := dynamo.FindTemplate(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpl, err := stack.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tpl
 }
 
 func newFixture(t *testing.T, storeOpts ...func(*idem.Options)) *fixture {
@@ -58,76 +39,30 @@ func newFixture(t *testing.T, storeOpts ...func(*idem.Options)) *fixture {
 	sim := provider.New(secret, nil)
 	api := httptest.NewServer(sim)
 	t.Cleanup(api.Close)
-	f := &fixture{t: t, raw: raw, sim: sim}
 	idemTable := dynamotest.Table(t, raw, "IdempotencyTable")
 	charges := dynamotest.Table(t, raw, "ChargesTable")
-	f.tables = []string{idemTable, charges}
 	store, err := idem.New(raw, idemTable, storeOpts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	f := &fixture{raw: raw, sim: sim, tables: []string{idemTable, charges}}
 	f.server = &server{store: store, db: raw, table: charges, scopeClaim: "sub", log: log, now: time.Now,
 		payments: newStripePayments(api.URL, secret, log)}
-	fn, err := template(t).Function("ChargeFunction")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.routes = fn.Routes
-	f.handle = f.server.routes().Handle
+	f.Caller = apitest.Caller{T: t, Routes: apitest.Function(t, "ChargeFunction").Routes, Handle: f.server.routes()}
 	return f
 }
 
-// call sends one HTTP request, as API Gateway would turn it into an event.
-// sub is the verified caller; "" sends no authorizer context.
 func (f *fixture) call(method, path, sub, key, body string, extra ...string) events.APIGatewayV2HTTPResponse {
-	f.t.Helper()
-	r := httptest.NewRequest(method, path, strings.NewReader(body))
-	r.Header.Set("Content-Type", "application/json")
-	if key != "" {
-		r.Header.Set("Idempotency-Key", key)
-	}
-	for i := 0; i+1 < len(extra); i += 2 {
-		r.Header.Set(extra[i], extra[i+1])
-	}
-	route, params, ok := apigw.Match(f.routes, method, r.URL.Path)
-	if !ok {
-		f.t.Fatalf("no template route for %s %s", method, path)
-	}
-	var claims map[string]string
-	if sub != "" {
-		claims = map[string]string{"sub": sub}
-	}
-	resp, err := f.handle(context.Background(), apigw.Event(r, []byte(body), route, params, claims))
-	if err != nil {
-		f.t.Fatalf("%s %s: handler error %v", method, path, err)
-	}
-	return resp
+	f.T.Helper()
+	return f.Call(method, path, sub, key, body, extra...)
 }
 
-// items counts the items in all of the fixture's tables.
-func (f *fixture) items() int {
-	f.t.Helper()
-	n := 0
-	for _, table := range f.tables {
-		out, err := f.raw.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
-		if err != nil {
-			f.t.Fatal(err)
-		}
-		n += int(out.Count)
-	}
-	return n
-}
+func (f *fixture) items() int { return apitest.Items(f.T, f.raw, f.tables...) }
 
 func errorCode(t *testing.T, resp events.APIGatewayV2HTTPResponse) string {
 	t.Helper()
-	var body struct {
-		Error struct{ Code string } `json:"error"`
-	}
-	if err := json.Unmarshal([]byte(resp.Body), &body); err != nil {
-		t.Fatalf("error body %q is not JSON: %v", resp.Body, err)
-	}
-	return body.Error.Code
+	return apitest.ErrorCode(t, resp)
 }
 
 const visa = `{"amount":1050,"currency":"usd","payment_method":"pm_card_visa","description":"tea","metadata":{"order":"o-1"}}`
@@ -239,14 +174,14 @@ func TestTakeoverAfterCrashChargesOnce(t *testing.T) {
 	}
 	healthy := f.server.store
 	f.server.store = crashed
-	f.handle = f.server.routes().Handle
+	f.Handle = f.server.routes()
 	f.call("POST", "/charges", "alice", "k-1", visa) // charged at the provider, then died
 	if n := len(f.sim.Effects()); n != 1 {
 		t.Fatalf("provider effects after the crash = %d, want 1", n)
 	}
 
 	f.server.store = healthy
-	f.handle = f.server.routes().Handle
+	f.Handle = f.server.routes()
 	if busy := f.call("POST", "/charges", "alice", "k-1", visa); busy.StatusCode != 409 || busy.Headers["Retry-After"] == "" {
 		t.Fatalf("retry within the lease = %d %v, want 409 with Retry-After", busy.StatusCode, busy.Headers)
 	}
@@ -327,33 +262,6 @@ func TestChargesAreScopedToTheCaller(t *testing.T) {
 }
 
 func TestTemplateRoutesAndTablesMatchTheCode(t *testing.T) {
-	fn, err := template(t).Function("ChargeFunction")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var declared []string
-	for _, r := range fn.Routes {
-		declared = append(declared, r.Method+" "+r.Path)
-	}
-	var handled []string
-	for k := range (&server{store: &idem.Store{}}).routes() {
-		handled = append(handled, k)
-	}
-	slices.Sort(declared)
-	slices.Sort(handled)
-	if !slices.Equal(declared, handled) {
-		t.Fatalf("template routes %v, handlers %v", declared, handled)
-	}
-	path, _ := dynamo.FindTemplate(".")
-	tables, err := dynamo.TemplateTables(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	def, err := dynamo.Lookup(tables, "ChargesTable")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(def.KeySchema) != 2 || *def.KeySchema[0].AttributeName != attrScope || *def.KeySchema[1].AttributeName != attrChargeID {
-		t.Fatalf("ChargesTable keys %v, code uses %s and %s", def.KeySchema, attrScope, attrChargeID)
-	}
+	apitest.CheckRoutes(t, apitest.Function(t, "ChargeFunction"), (&server{store: &idem.Store{}}).routes())
+	apitest.CheckKeys(t, "ChargesTable", attrScope, attrChargeID)
 }

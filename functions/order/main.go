@@ -1,16 +1,56 @@
-// Command order is the order API's Lambda function (skeleton: see issue 3).
+// Command order is the Lambda function behind POST /orders (once per
+// Idempotency-Key), PUT /orders/{order_id} (natural idempotency on a
+// client-chosen id) and GET /orders/{order_id}.
+//
+// Configuration, read once here:
+//
+//	IDEMPOTENCY_TABLE, ORDERS_TABLE   the tables (template.yaml sets them)
+//	SCOPE_CLAIM                       the JWT claim that names the caller (default sub)
+//	DYNAMODB_ENDPOINT                 a local DynamoDB engine, for local runs
 package main
 
 import (
 	"context"
-	"net/http"
+	"fmt"
+	"os"
+	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/pkg/idem"
 )
 
-func handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusNotImplemented}, nil
+func main() {
+	s, err := newServer(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "order:", err)
+		os.Exit(1)
+	}
+	lambda.Start(s.routes().Handle)
 }
 
-func main() { lambda.Start(handle) }
+func newServer(ctx context.Context) (*server, error) {
+	log := app.Logger()
+	_, db, err := app.AWS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	idemTable, err := app.Env("IDEMPOTENCY_TABLE")
+	if err != nil {
+		return nil, err
+	}
+	orders, err := app.Env("ORDERS_TABLE")
+	if err != nil {
+		return nil, err
+	}
+	store, err := idem.New(db, idemTable, func(o *idem.Options) { o.Logger = log })
+	if err != nil {
+		return nil, err
+	}
+	claim := os.Getenv("SCOPE_CLAIM")
+	if claim == "" {
+		claim = "sub"
+	}
+	return &server{store: store, db: db, table: orders, scopeClaim: claim, log: log, now: time.Now}, nil
+}

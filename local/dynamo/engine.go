@@ -19,6 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemkeys/idem/local/proc"
 )
 
 // EndpointEnv names the variable that points everything here at an engine
@@ -68,7 +70,7 @@ func Start(ctx context.Context, logw io.Writer) (*Engine, error) {
 func startOn(ctx context.Context, bin string, port int, logw io.Writer) (*Engine, error) {
 	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
 	cmd.Stdout, cmd.Stderr = logw, logw
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = proc.Attr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start moto_server: %w", err)
 	}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -124,10 +123,4 @@ func (t Table) Create(ctx context.Context, db *dynamodb.Client, name string) err
 		return fmt.Errorf("enable TTL on %s: %w", name, err)
 	}
 	return nil
-}
-
-// EnvName is the variable through which a function gets a table's name:
-// ChargesTable gives CHARGES_TABLE, as template.yaml names them.
-func EnvName(logicalID string) string {
-	return strings.ToUpper(strings.TrimSuffix(logicalID, "Table")) + "_TABLE"
 }

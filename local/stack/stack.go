@@ -222,3 +222,90 @@ func makeTargets(path string) (map[string]string, error) {
 	}
 	return targets, sc.Err()
 }
+
+// LocalEnv is the function's environment for a local run, as KEY=value:
+// each reference to a resource resolved through refs (logical id to local
+// value, a table's local name say), then extra added over it. A reference
+// with no local value is an error, so that nothing runs half configured.
+func (f *Function) LocalEnv(refs, extra map[string]string) ([]string, error) {
+	env := map[string]string{}
+	for k, v := range f.Env {
+		if target, ok := strings.CutPrefix(v, RefPrefix); ok {
+			local, found := refs[target]
+			if !found {
+				if _, overridden := extra[k]; !overridden {
+					return nil, fmt.Errorf("%s: %s refers to %s, which has no local value", f.LogicalID, k, target)
+				}
+			}
+			v = local
+		}
+		env[k] = v
+	}
+	for k, v := range extra {
+		if v == "" {
+			delete(env, k)
+			continue
+		}
+		env[k] = v
+	}
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// EnvFile is where `make run` writes how to reach the local stack, as
+// KEY=value lines: the engine's endpoint, the provider's URL and secret, and
+// for each resource the local value of a reference to it, as
+// REF_<LogicalId>.
+const EnvFile = "local/.run/stack.env"
+
+// RefVar prefixes the variables of EnvFile that resolve references.
+const RefVar = "REF_"
+
+// RuntimeEnv is fn's environment for a local run against the stack that
+// wrote vars: references resolved through the REF_ entries, the others
+// (DYNAMODB_ENDPOINT, PROVIDER_*) set over the template's values, and the
+// fixed region and credentials of local engines.
+func RuntimeEnv(fn *Function, vars map[string]string) ([]string, error) {
+	refs := map[string]string{}
+	extra := map[string]string{"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
+	for k, v := range vars {
+		if id, ok := strings.CutPrefix(k, RefVar); ok {
+			refs[id] = v
+		} else {
+			extra[k] = v
+		}
+	}
+	return fn.LocalEnv(refs, extra)
+}
+
+// WriteEnv writes vars to path, sorted, creating the directory.
+func WriteEnv(path string, vars map[string]string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	lines := make([]string, 0, len(vars))
+	for k, v := range vars {
+		lines = append(lines, k+"="+v)
+	}
+	sort.Strings(lines)
+	return os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+}
+
+// ReadEnv reads a file written by WriteEnv.
+func ReadEnv(path string) (map[string]string, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	vars := map[string]string{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			vars[k] = v
+		}
+	}
+	return vars, nil
+}

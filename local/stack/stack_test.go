@@ -46,3 +46,21 @@ func TestLoadResolvesGlobalsRefsAndBuildTargets(t *testing.T) {
 		t.Errorf("policy resources = %v, want the ChargesTable ARN as a GetAtt", resources)
 	}
 }
+
+func TestLocalEnvResolvesReferencesOrRefuses(t *testing.T) {
+	fn := &stack.Function{LogicalID: "F", Env: map[string]string{
+		"TABLE":  stack.RefPrefix + "T",
+		"PLAIN":  "x",
+		"SECRET": "/ssm/name",
+	}}
+	env, err := fn.LocalEnv(map[string]string{"T": "local-T"}, map[string]string{"EXTRA": "y", "SECRET": ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"EXTRA=y", "PLAIN=x", "TABLE=local-T"}; !slices.Equal(env, want) {
+		t.Fatalf("env = %v, want %v (an empty extra removes a variable)", env, want)
+	}
+	if _, err := fn.LocalEnv(nil, nil); err == nil {
+		t.Fatal("an unresolved reference was not refused")
+	}
+}

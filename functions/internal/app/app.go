@@ -12,11 +12,14 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"regexp"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkeys/idem/pkg/idem"
 )
@@ -100,4 +103,46 @@ func DecodeStrict(body []byte, v any) error {
 // Invalid is a 400 refusal with code "invalid_request".
 func Invalid(format string, args ...any) *idem.Refusal {
 	return &idem.Refusal{StatusCode: http.StatusBadRequest, Code: "invalid_request", Message: fmt.Sprintf(format, args...)}
+}
+
+// Reader is the read the GET routes make.
+type Reader interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+}
+
+// ID is the form of the ids in paths: charge and order ids.
+var ID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+// GetOwn answers GET /<things>/{id} for the caller: the item of (scope, id)
+// in table, decoded into v and rendered by render, or 404. Another caller's
+// item is 404 too, the same as none, so that ids cannot be probed across
+// tenants.
+func GetOwn(ctx context.Context, req events.APIGatewayV2HTTPRequest, db Reader, table, claim, idParam, idAttr string, v any, render func() any, log *slog.Logger) events.APIGatewayV2HTTPResponse {
+	scope, _, refusal := idem.CheckRequest(&req, claim, 0)
+	if refusal != nil {
+		return refusal.Response()
+	}
+	id := req.PathParameters[idParam]
+	if !ID.MatchString(id) {
+		return idem.ErrorResponse(http.StatusNotFound, "not_found", "no such "+idParam)
+	}
+	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(table),
+		Key: map[string]types.AttributeValue{
+			"scope": &types.AttributeValueMemberS{Value: scope},
+			idAttr:  &types.AttributeValueMemberS{Value: id},
+		},
+	})
+	if err != nil {
+		log.Error("read", "table", table, "error", err.Error())
+		return idem.ErrorResponse(http.StatusServiceUnavailable, "internal_error", "could not read; retry")
+	}
+	if len(out.Item) == 0 {
+		return idem.ErrorResponse(http.StatusNotFound, "not_found", "no such "+idParam)
+	}
+	if err := attributevalue.UnmarshalMap(out.Item, v); err != nil {
+		log.Error("decode", "table", table, "error", err.Error())
+		return idem.ErrorResponse(http.StatusInternalServerError, "internal_error", "could not read")
+	}
+	return JSON(http.StatusOK, render())
 }

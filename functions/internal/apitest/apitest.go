@@ -1,0 +1,143 @@
+// Package apitest drives the functions' handlers in tests with the events
+// API Gateway would send for real HTTP requests on template.yaml's routes.
+package apitest
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/local/apigw"
+	"github.com/idemkeys/idem/local/dynamo"
+	"github.com/idemkeys/idem/local/stack"
+)
+
+// Function loads the template and returns the function with logicalID.
+func Function(t testing.TB, logicalID string) *stack.Function {
+	t.Helper()
+	path, err := dynamo.FindTemplate(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := stack.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, err := tpl.Function(logicalID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fn
+}
+
+// Caller sends requests to a handler through the function's routes.
+type Caller struct {
+	T      testing.TB
+	Routes []stack.Route
+	Handle app.Routes
+}
+
+// Call sends one request as API Gateway would present it. sub is the
+// verified caller ("" sends no authorizer context), key the Idempotency-Key
+// ("" sends none), extra more header name and value pairs.
+func (c *Caller) Call(method, path, sub, key, body string, extra ...string) events.APIGatewayV2HTTPResponse {
+	c.T.Helper()
+	r := httptest.NewRequest(method, path, strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		r.Header.Set("Idempotency-Key", key)
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		r.Header.Set(extra[i], extra[i+1])
+	}
+	route, params, ok := apigw.Match(c.Routes, method, r.URL.Path)
+	if !ok {
+		c.T.Fatalf("no template route for %s %s", method, path)
+	}
+	var claims map[string]string
+	if sub != "" {
+		claims = map[string]string{"sub": sub}
+	}
+	resp, err := c.Handle.Handle(context.Background(), apigw.Event(r, []byte(body), route, params, claims))
+	if err != nil {
+		c.T.Fatalf("%s %s: handler error %v", method, path, err)
+	}
+	return resp
+}
+
+// ErrorCode is the stable code of a JSON error response.
+func ErrorCode(t testing.TB, resp events.APIGatewayV2HTTPResponse) string {
+	t.Helper()
+	var body struct {
+		Error struct{ Code string } `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(resp.Body), &body); err != nil {
+		t.Fatalf("error body %q is not JSON: %v", resp.Body, err)
+	}
+	return body.Error.Code
+}
+
+// Items counts the items in tables, with consistent reads.
+func Items(t testing.TB, db *dynamodb.Client, tables ...string) int {
+	t.Helper()
+	n := 0
+	for _, table := range tables {
+		out, err := db.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += int(out.Count)
+	}
+	return n
+}
+
+// CheckRoutes fails t unless the handlers serve exactly the routes that the
+// template declares for the function.
+func CheckRoutes(t testing.TB, fn *stack.Function, handlers app.Routes) {
+	t.Helper()
+	var declared, handled []string
+	for _, r := range fn.Routes {
+		declared = append(declared, r.Method+" "+r.Path)
+	}
+	for k := range handlers {
+		handled = append(handled, k)
+	}
+	slices.Sort(declared)
+	slices.Sort(handled)
+	if !slices.Equal(declared, handled) {
+		t.Fatalf("%s: template routes %v, handlers %v", fn.LogicalID, declared, handled)
+	}
+}
+
+// CheckKeys fails t unless the template's table has exactly these key
+// attributes, hash first.
+func CheckKeys(t testing.TB, logicalID string, keys ...string) {
+	t.Helper()
+	path, err := dynamo.FindTemplate(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := dynamo.TemplateTables(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := dynamo.Lookup(tables, logicalID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, k := range def.KeySchema {
+		got = append(got, aws.ToString(k.AttributeName))
+	}
+	if !slices.Equal(got, keys) {
+		t.Fatalf("%s keys are %v in the template, %v in the code", logicalID, got, keys)
+	}
+}

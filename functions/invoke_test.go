@@ -1,0 +1,186 @@
+package functions_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkeys/idem/local/dynamo"
+	"github.com/idemkeys/idem/local/dynamotest"
+	"github.com/idemkeys/idem/local/provider"
+	"github.com/idemkeys/idem/local/rie"
+	"github.com/idemkeys/idem/local/stack"
+	"github.com/idemkeys/idem/pkg/idem"
+)
+
+func TestMain(m *testing.M) {
+	code := dynamotest.Main(m)
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+	buildOut  []byte
+)
+
+// bootstraps builds every function's package, as its Makefile build target
+// names it, the way Lambda runs it (linux, no cgo, lambda.norpc), once per
+// test binary, and returns the directory holding <fn>/bootstrap. The host
+// architecture shares the build cache with the tests; make build, which CI
+// runs, builds the arm64 binaries that deploy.
+func bootstraps(t *testing.T, tpl *stack.Template) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "bootstraps-")
+		if buildErr != nil {
+			return
+		}
+		for _, fn := range tpl.Functions {
+			out := filepath.Join(binDir, filepath.Base(fn.Package), "bootstrap")
+			cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", out, fn.Package)
+			cmd.Dir, cmd.Env = tpl.Dir, append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+			if buildOut, buildErr = cmd.CombinedOutput(); buildErr != nil {
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build: %v\n%s", buildErr, buildOut)
+	}
+	return binDir
+}
+
+// invocation is what an event file must produce, invoked twice in a row.
+type invocation struct {
+	fn            string
+	first, second int
+	replayed      bool   // the second answer carries Idempotent-Replayed
+	code          string // the error code of the first answer, if any
+}
+
+// cases covers every file in events/, in this order: a PUT before the GET
+// of the same order.
+var cases = []struct {
+	file string
+	want invocation
+}{
+	{"charge-create.json", invocation{fn: "charge", first: 201, second: 201, replayed: true}},
+	{"charge-declined.json", invocation{fn: "charge", first: 402, second: 402, replayed: true, code: "card_declined"}},
+	{"charge-get.json", invocation{fn: "charge", first: 404, second: 404, code: "not_found"}},
+	{"order-create.json", invocation{fn: "order", first: 201, second: 201, replayed: true}},
+	{"order-put.json", invocation{fn: "order", first: 201, second: 200}},
+	{"order-get.json", invocation{fn: "order", first: 200, second: 200}},
+}
+
+func TestEventFilesUnderTheRuntimeInterfaceEmulator(t *testing.T) {
+	path, tpl := load(t)
+	root := filepath.Dir(path)
+	files, err := filepath.Glob(filepath.Join(root, "events", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var covered, present []string
+	for _, c := range cases {
+		covered = append(covered, c.file)
+	}
+	for _, f := range files {
+		present = append(present, filepath.Base(f))
+	}
+	sort.Strings(covered)
+	sort.Strings(present)
+	if strings.Join(covered, " ") != strings.Join(present, " ") {
+		t.Fatalf("events/ holds %v, the test covers %v", present, covered)
+	}
+
+	bin := bootstraps(t, tpl)
+	emulator, err := rie.Binary(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim := provider.New("sk_test_invoke", nil)
+	api := httptest.NewServer(sim)
+	defer api.Close()
+	db := dynamotest.Client(t)
+	vars := map[string]string{
+		dynamo.EndpointEnv:    os.Getenv(dynamo.EndpointEnv),
+		"PROVIDER_BASE_URL":   api.URL,
+		"PROVIDER_SECRET_KEY": "sk_test_invoke",
+	}
+	tables, err := dynamo.TemplateTables(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tb := range tables {
+		vars[stack.RefVar+tb.LogicalID] = dynamotest.Table(t, db, tb.LogicalID)
+	}
+
+	runtimes := map[string]*rie.Runtime{}
+	for _, fn := range tpl.Functions {
+		env, err := stack.RuntimeEnv(&fn, vars)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := filepath.Base(fn.Package)
+		rt, err := rie.Start(context.Background(), emulator, filepath.Join(bin, name, "bootstrap"), rie.Options{Env: env, Timeout: time.Duration(fn.Timeout) * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rt.Stop()
+		runtimes[name] = rt
+	}
+
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			payload, err := os.ReadFile(filepath.Join(root, "events", c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rt := runtimes[c.want.fn]
+			first, second := invoke(t, rt, payload), invoke(t, rt, payload)
+			if first.StatusCode != c.want.first || second.StatusCode != c.want.second {
+				t.Fatalf("statuses %d then %d, want %d then %d\n%s\nlogs:\n%s", first.StatusCode, second.StatusCode, c.want.first, c.want.second, first.Body, rt.Logs())
+			}
+			if got := second.Headers[idem.HeaderReplayed] == "true"; got != c.want.replayed {
+				t.Fatalf("second answer replayed=%v, want %v", got, c.want.replayed)
+			}
+			if c.want.replayed && second.Body != first.Body {
+				t.Fatalf("replay body %s differs from %s", second.Body, first.Body)
+			}
+			if c.want.code != "" && !strings.Contains(first.Body, `"code":"`+c.want.code+`"`) {
+				t.Fatalf("body %s lacks code %s", first.Body, c.want.code)
+			}
+		})
+	}
+	// Two charge events with a key each, each invoked twice: two attempts.
+	if n := len(sim.Effects()); n != 2 {
+		t.Fatalf("provider effects = %d, want one per charge event", n)
+	}
+}
+
+func invoke(t *testing.T, rt *rie.Runtime, payload []byte) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	out, err := rt.Invoke(context.Background(), payload)
+	if err != nil {
+		t.Fatalf("%v\nlogs:\n%s", err, rt.Logs())
+	}
+	var resp events.APIGatewayV2HTTPResponse
+	if err := json.Unmarshal(out, &resp); err != nil {
+		t.Fatalf("response %s: %v", out, err)
+	}
+	return resp
+}

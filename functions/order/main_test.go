@@ -1,0 +1,165 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemkeys/idem/functions/internal/apitest"
+	"github.com/idemkeys/idem/local/dynamotest"
+	"github.com/idemkeys/idem/pkg/idem"
+)
+
+func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
+
+type fixture struct {
+	apitest.Caller
+	raw    *dynamodb.Client
+	tables []string
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	raw := dynamotest.Client(t)
+	idemTable := dynamotest.Table(t, raw, "IdempotencyTable")
+	orders := dynamotest.Table(t, raw, "OrdersTable")
+	store, err := idem.New(raw, idemTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &server{store: store, db: raw, table: orders, scopeClaim: "sub", log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now}
+	return &fixture{
+		Caller: apitest.Caller{T: t, Routes: apitest.Function(t, "OrderFunction").Routes, Handle: s.routes()},
+		raw:    raw, tables: []string{idemTable, orders},
+	}
+}
+
+const tea = `{"items":[{"sku":"tea","quantity":2}],"note":"green"}`
+
+func orderID(t *testing.T, resp events.APIGatewayV2HTTPResponse) string {
+	t.Helper()
+	var o struct{ ID string }
+	if err := json.Unmarshal([]byte(resp.Body), &o); err != nil || o.ID == "" {
+		t.Fatalf("no order id in %s", resp.Body)
+	}
+	return o.ID
+}
+
+func TestCreateOrderOncePerKey(t *testing.T) {
+	f := newFixture(t)
+	first := f.Call("POST", "/orders", "alice", "k-1", tea)
+	if first.StatusCode != 201 {
+		t.Fatalf("first = %d %s", first.StatusCode, first.Body)
+	}
+	again := f.Call("POST", "/orders", "alice", "k-1", tea)
+	if again.StatusCode != 201 || again.Body != first.Body || again.Headers[idem.HeaderReplayed] != "true" {
+		t.Fatalf("replay = %d %s", again.StatusCode, again.Body)
+	}
+	if n := apitest.Items(t, f.raw, f.tables[1]); n != 1 {
+		t.Fatalf("%d orders, want 1", n)
+	}
+	id := orderID(t, first)
+	if got := f.Call("GET", "/orders/"+id, "alice", "", ""); got.StatusCode != 200 || orderID(t, got) != id {
+		t.Fatalf("GET = %d %s", got.StatusCode, got.Body)
+	}
+	if got := f.Call("GET", "/orders/"+id, "bob", "", ""); got.StatusCode != 404 {
+		t.Fatalf("GET as another caller = %d, want 404", got.StatusCode)
+	}
+	if other := f.Call("POST", "/orders", "alice", "k-1", `{"items":[{"sku":"tea","quantity":3}]}`); other.StatusCode != 422 {
+		t.Fatalf("same key, other body = %d, want 422", other.StatusCode)
+	}
+}
+
+func TestPutOrderIsNaturallyIdempotent(t *testing.T) {
+	f := newFixture(t)
+	first := f.Call("PUT", "/orders/ord-client-1", "alice", "", tea)
+	if first.StatusCode != 201 || orderID(t, first) != "ord-client-1" {
+		t.Fatalf("first PUT = %d %s", first.StatusCode, first.Body)
+	}
+	same := f.Call("PUT", "/orders/ord-client-1", "alice", "", "{ \"note\": \"green\", \"items\": [ {\"quantity\": 2, \"sku\": \"tea\"} ] }")
+	if same.StatusCode != 200 || orderID(t, same) != "ord-client-1" || !strings.Contains(same.Body, `"note":"green"`) {
+		t.Fatalf("same PUT = %d %s, want 200 with the same order", same.StatusCode, same.Body)
+	}
+	other := f.Call("PUT", "/orders/ord-client-1", "alice", "", `{"items":[{"sku":"coffee","quantity":1}]}`)
+	if other.StatusCode != 409 || apitest.ErrorCode(t, other) != "order_exists" {
+		t.Fatalf("other PUT = %d %s, want 409 order_exists", other.StatusCode, other.Body)
+	}
+	// The same id in another scope is another order.
+	if bobs := f.Call("PUT", "/orders/ord-client-1", "bob", "", `{"items":[{"sku":"coffee","quantity":1}]}`); bobs.StatusCode != 201 {
+		t.Fatalf("bob's PUT = %d, want 201", bobs.StatusCode)
+	}
+	if n := apitest.Items(t, f.raw, f.tables[1]); n != 2 {
+		t.Fatalf("%d orders, want alice's and bob's", n)
+	}
+}
+
+func TestRacingPutsCreateOneOrder(t *testing.T) {
+	f := newFixture(t)
+	const n = 20
+	var wg sync.WaitGroup
+	statuses := make([]int, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses[i] = f.Call("PUT", "/orders/ord-race", "alice", "", tea).StatusCode
+		}()
+	}
+	wg.Wait()
+	created := 0
+	for _, s := range statuses {
+		switch s {
+		case 201:
+			created++
+		case 200:
+		default:
+			t.Fatalf("statuses %v: want only 201 and 200", statuses)
+		}
+	}
+	if created != 1 {
+		t.Fatalf("%d PUTs created the order, want 1 (statuses %v)", created, statuses)
+	}
+}
+
+func TestBadOrdersWriteNothing(t *testing.T) {
+	f := newFixture(t)
+	cases := []struct {
+		name, method, path, sub, key, body string
+		status                             int
+		code                               string
+	}{
+		{"no items", "POST", "/orders", "alice", "k", `{"items":[]}`, 400, "invalid_request"},
+		{"zero quantity", "POST", "/orders", "alice", "k", `{"items":[{"sku":"tea","quantity":0}]}`, 400, "invalid_request"},
+		{"wrong type", "POST", "/orders", "alice", "k", `{"items":"tea"}`, 400, "invalid_request"},
+		{"malformed", "POST", "/orders", "alice", "k", `{"items":[`, 400, "invalid_request"},
+		{"missing key", "POST", "/orders", "alice", "", tea, 400, "idempotency_key_missing"},
+		{"unauthenticated POST", "POST", "/orders", "", "k", tea, 401, "unauthenticated"},
+		{"unauthenticated PUT", "PUT", "/orders/o1", "", "", tea, 401, "unauthenticated"},
+		{"bad order id", "PUT", "/orders/o%231", "alice", "", tea, 400, "invalid_request"},
+		{"PUT body over 64 KB", "PUT", "/orders/o1", "alice", "", `{"items":[{"sku":"tea","quantity":1}],"note":"` + strings.Repeat("x", 65<<10) + `"}`, 413, "body_too_large"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := f.Call(tc.method, tc.path, tc.sub, tc.key, tc.body)
+			if resp.StatusCode != tc.status || apitest.ErrorCode(t, resp) != tc.code {
+				t.Fatalf("got %d %s, want %d %s", resp.StatusCode, resp.Body, tc.status, tc.code)
+			}
+			if n := apitest.Items(t, f.raw, f.tables...); n != 0 {
+				t.Fatalf("%d items written", n)
+			}
+		})
+	}
+}
+
+func TestTemplateRoutesAndTablesMatchTheCode(t *testing.T) {
+	apitest.CheckRoutes(t, apitest.Function(t, "OrderFunction"), (&server{store: &idem.Store{}}).routes())
+	apitest.CheckKeys(t, "OrdersTable", attrScope, attrOrderID)
+}

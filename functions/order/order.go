@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/pkg/idem"
+)
+
+// Key attributes of OrdersTable in template.yaml; a test checks they agree.
+const (
+	attrScope   = "scope"
+	attrOrderID = "order_id"
+)
+
+const maxBody = 64 << 10
+
+// orderRequest is the body of POST /orders and PUT /orders/{order_id}.
+type orderRequest struct {
+	Items []lineItem `json:"items"`
+	Note  string     `json:"note,omitempty"`
+}
+
+type lineItem struct {
+	SKU      string `json:"sku" dynamodbav:"sku"`
+	Quantity int    `json:"quantity" dynamodbav:"quantity"`
+}
+
+// order is a stored order and its representation in responses.
+type order struct {
+	Scope   string     `dynamodbav:"scope" json:"-"`
+	ID      string     `dynamodbav:"order_id" json:"id"`
+	Object  string     `dynamodbav:"-" json:"object"`
+	Items   []lineItem `dynamodbav:"items" json:"items"`
+	Note    string     `dynamodbav:"note,omitempty" json:"note,omitempty"`
+	Status  string     `dynamodbav:"status" json:"status"`
+	Created int64      `dynamodbav:"created" json:"created"`
+	// RequestHash is the fingerprint of the request that created the order:
+	// a PUT with the same id and body is the same order, another body is a
+	// conflict.
+	RequestHash string `dynamodbav:"request_hash" json:"-"`
+}
+
+var sku = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+func parseOrder(body []byte) (orderRequest, *idem.Refusal) {
+	var o orderRequest
+	if err := app.DecodeStrict(body, &o); err != nil {
+		return o, app.Invalid("%v", err)
+	}
+	if len(o.Items) == 0 || len(o.Items) > 50 {
+		return o, app.Invalid("items must hold 1 to 50 line items")
+	}
+	for i, it := range o.Items {
+		if !sku.MatchString(it.SKU) {
+			return o, app.Invalid("items[%d].sku must be 1 to 64 of letters, digits, '_', '-', '.'", i)
+		}
+		if it.Quantity < 1 || it.Quantity > 1000 {
+			return o, app.Invalid("items[%d].quantity must be 1 to 1000", i)
+		}
+	}
+	if len(o.Note) > 500 {
+		return o, app.Invalid("note must be at most 500 bytes")
+	}
+	return o, nil
+}
+
+func validateOrder(req *events.APIGatewayV2HTTPRequest) *idem.Refusal {
+	_, refusal := parseOrder([]byte(req.Body))
+	return refusal
+}
+
+type server struct {
+	store      *idem.Store
+	db         orderDB
+	table      string // OrdersTable
+	scopeClaim string
+	log        *slog.Logger
+	now        func() time.Time
+}
+
+// orderDB is what the PUT and GET routes call directly.
+type orderDB interface {
+	app.Reader
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+}
+
+func (s *server) routes() app.Routes {
+	return app.Routes{
+		"POST /orders": s.store.HTTP(s.create, func(o *idem.HTTPOptions) {
+			o.ScopeClaim, o.MaxBodyBytes, o.Validate, o.Logger = s.scopeClaim, maxBody, validateOrder, s.log
+		}),
+		"PUT /orders/{order_id}": s.put,
+		"GET /orders/{order_id}": s.get,
+	}
+}
+
+func (s *server) newOrder(scope, id string, req orderRequest, fp string) order {
+	return order{Scope: scope, ID: id, Object: "order", Items: req.Items, Note: req.Note, Status: "created", Created: s.now().Unix(), RequestHash: fp}
+}
+
+// create makes a new order, once per Idempotency-Key: the order and the
+// completed response commit in one transaction.
+func (s *server) create(ctx context.Context, req events.APIGatewayV2HTTPRequest, tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
+	body, _ := parseOrder([]byte(req.Body)) // validated before the claim
+	id := "ord_" + strings.ToLower(rand.Text()[:20])
+	o := s.newOrder(idem.Scope(ctx), id, body, "")
+	item, err := attributevalue.MarshalMap(&o)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	tx.Add(types.TransactWriteItem{Put: &types.Put{
+		TableName:           aws.String(s.table),
+		Item:                item,
+		ConditionExpression: aws.String("attribute_not_exists(order_id)"),
+	}}, nil)
+	resp := app.JSON(http.StatusCreated, o)
+	resp.Headers["Location"] = "/orders/" + id
+	return resp, nil
+}
+
+// put is natural idempotency, with no Idempotency-Key: the client picks the
+// order id, and a unique condition on it makes the create happen once. The
+// same body again is the same order (200); another body under that id is a
+// conflict (409). One conditional PutItem decides, and returns the existing
+// order when it loses.
+func (s *server) put(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	scope, bodyBytes, refusal := idem.CheckRequest(&req, s.scopeClaim, maxBody)
+	if refusal != nil {
+		return refusal.Response(), nil
+	}
+	id := req.PathParameters["order_id"]
+	if !app.ID.MatchString(id) {
+		return idem.ErrorResponse(http.StatusBadRequest, "invalid_request", "order_id must be 1 to 128 of letters, digits, '_', '-'"), nil
+	}
+	body, refusal := parseOrder(bodyBytes)
+	if refusal != nil {
+		return refusal.Response(), nil
+	}
+	fp, err := idem.Fingerprint(http.MethodPut, req.RawPath, bodyBytes, true)
+	if err != nil {
+		return idem.ErrorResponse(http.StatusBadRequest, "invalid_json", err.Error()), nil
+	}
+	o := s.newOrder(scope, id, body, fp)
+	item, err := attributevalue.MarshalMap(&o)
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                           aws.String(s.table),
+		Item:                                item,
+		ConditionExpression:                 aws.String("attribute_not_exists(order_id)"),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		resp := app.JSON(http.StatusCreated, o)
+		resp.Headers["Location"] = "/orders/" + id
+		return resp, nil
+	case !errors.As(err, &ccf):
+		s.log.Error("order: put", "error", err.Error())
+		r := idem.ErrorResponse(http.StatusServiceUnavailable, "internal_error", "the order could not be saved; PUT it again")
+		r.Headers["Retry-After"] = "1"
+		return r, nil
+	}
+	var existing order
+	if err := attributevalue.UnmarshalMap(ccf.Item, &existing); err != nil || existing.RequestHash != fp {
+		return idem.ErrorResponse(http.StatusConflict, "order_exists", "order "+id+" exists with different content"), nil
+	}
+	existing.Object = "order"
+	return app.JSON(http.StatusOK, existing), nil
+}
+
+// get reads one of the caller's orders.
+func (s *server) get(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	var o order
+	return app.GetOwn(ctx, req, s.db, s.table, s.scopeClaim, "order_id", attrOrderID, &o, func() any {
+		o.Object = "order"
+		return o
+	}, s.log), nil
+}
