@@ -1,0 +1,186 @@
+package idem_test
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkeys/idem/pkg/idem"
+)
+
+func apiRequest(sub string, headers map[string]string, body string) events.APIGatewayV2HTTPRequest {
+	r := events.APIGatewayV2HTTPRequest{RouteKey: "POST /things", RawPath: "/things", Headers: headers, Body: body}
+	r.RequestContext.HTTP.Method = "POST"
+	if sub != "" {
+		r.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+			JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: map[string]string{"sub": sub, "tenant": "t-" + sub}},
+		}
+	}
+	return r
+}
+
+func TestHTTPAdapter(t *testing.T) {
+	f := newFixture(t)
+	var runs atomic.Int32
+	handler := f.store.HTTP(func(ctx context.Context, req events.APIGatewayV2HTTPRequest, tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
+		runs.Add(1)
+		return events.APIGatewayV2HTTPResponse{
+			StatusCode: 201,
+			Headers:    map[string]string{"Content-Type": "application/json", "Date": "Wed, 02 Dec 2026", "Set-Cookie": "s=1", "X-Thing": "kept"},
+			Body:       `{"scope":"` + idem.Scope(ctx) + `","body":` + req.Body + `}`,
+		}, nil
+	})
+	ctx := context.Background()
+	first, _ := handler(ctx, apiRequest("alice", map[string]string{"idempotency-key": "k1"}, `{"a":1}`))
+	if first.StatusCode != 201 || first.Body != `{"scope":"alice","body":{"a":1}}` {
+		t.Fatalf("first = %d %s", first.StatusCode, first.Body)
+	}
+	// Mixed-case header name, quoted key, other white space: the same request.
+	again, _ := handler(ctx, apiRequest("alice", map[string]string{"Idempotency-KEY": `"k1"`}, `{ "a" : 1 }`))
+	if runs.Load() != 1 || again.Body != first.Body || again.Headers[idem.HeaderReplayed] != "true" {
+		t.Fatalf("replay = %d %v %s after %d runs", again.StatusCode, again.Headers, again.Body, runs.Load())
+	}
+	if again.Headers["X-Thing"] != "kept" || again.Headers["Content-Type"] != "application/json" {
+		t.Fatalf("replay lost a result header: %v", again.Headers)
+	}
+	if _, ok := again.Headers["Date"]; ok {
+		t.Fatalf("replay repeated a per-transmission header: %v", again.Headers)
+	}
+	if _, ok := again.Headers["Set-Cookie"]; ok {
+		t.Fatalf("replay repeated Set-Cookie: %v", again.Headers)
+	}
+
+	cases := []struct {
+		name    string
+		req     events.APIGatewayV2HTTPRequest
+		status  int
+		code    string
+		headers []string // headers the answer must carry
+	}{
+		{"no identity", apiRequest("", map[string]string{"idempotency-key": "k1"}, `{}`), 401, "unauthenticated", nil},
+		{"forged scope header", apiRequest("", map[string]string{"idempotency-key": "k1", "x-scope": "alice"}, `{}`), 401, "unauthenticated", nil},
+		{"no key", apiRequest("alice", nil, `{}`), 400, "idempotency_key_missing", nil},
+		{"empty key", apiRequest("alice", map[string]string{"idempotency-key": ""}, `{}`), 400, "idempotency_key_invalid", nil},
+		{"key with #", apiRequest("alice", map[string]string{"idempotency-key": "a#b"}, `{"a":2}`), 201, "", nil},
+		{"reused key", apiRequest("alice", map[string]string{"idempotency-key": "k1"}, `{"a":2}`), 422, "idempotency_key_reused", nil},
+		{"bad JSON", apiRequest("alice", map[string]string{"idempotency-key": "k2"}, `{"a":`), 400, "invalid_json", nil},
+		{"duplicate JSON key", apiRequest("alice", map[string]string{"idempotency-key": "k2"}, `{"a":1,"a":2}`), 400, "invalid_json", nil},
+		{"body too large", apiRequest("alice", map[string]string{"idempotency-key": "k2"}, `"`+strings.Repeat("x", 70<<10)+`"`), 413, "body_too_large", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := handler(ctx, tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != tc.status || (tc.code != "" && !strings.Contains(resp.Body, `"code":"`+tc.code+`"`)) {
+				t.Fatalf("got %d %s, want %d %s", resp.StatusCode, resp.Body, tc.status, tc.code)
+			}
+		})
+	}
+}
+
+func TestHTTPAdapterConflictsAndFailures(t *testing.T) {
+	f := newFixture(t, func(o *idem.Options) { o.Lease = 8 * time.Second })
+	ctx := context.Background()
+	held, release := make(chan struct{}), make(chan struct{})
+	slow := f.store.HTTP(func(ctx context.Context, req events.APIGatewayV2HTTPRequest, tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
+		close(held)
+		<-release
+		return events.APIGatewayV2HTTPResponse{StatusCode: 200}, nil
+	})
+	done := make(chan struct{})
+	go func() { slow(ctx, apiRequest("alice", map[string]string{"idempotency-key": "k1"}, `{}`)); close(done) }()
+	<-held
+	busy, _ := slow(ctx, apiRequest("alice", map[string]string{"idempotency-key": "k1"}, `{}`))
+	if busy.StatusCode != http.StatusConflict || busy.Headers["Retry-After"] != "8" {
+		t.Fatalf("concurrent = %d %v, want 409 with Retry-After: 8", busy.StatusCode, busy.Headers)
+	}
+	close(release)
+	<-done
+
+	var attempts atomic.Int32
+	flaky := f.store.HTTP(func(ctx context.Context, req events.APIGatewayV2HTTPRequest, tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
+		if attempts.Add(1) == 1 {
+			return events.APIGatewayV2HTTPResponse{}, &idem.TransientError{StatusCode: 502, RetryAfter: 1500 * time.Millisecond, Code: "upstream_down", Err: errors.New("connection refused")}
+		}
+		return events.APIGatewayV2HTTPResponse{StatusCode: 200, Body: "ok"}, nil
+	})
+	failed, _ := flaky(ctx, apiRequest("alice", map[string]string{"idempotency-key": "k2"}, `{}`))
+	if failed.StatusCode != 502 || failed.Headers["Retry-After"] != "2" || !strings.Contains(failed.Body, "upstream_down") {
+		t.Fatalf("transient = %d %v %s", failed.StatusCode, failed.Headers, failed.Body)
+	}
+	retried, _ := flaky(ctx, apiRequest("alice", map[string]string{"idempotency-key": "k2"}, `{}`))
+	if retried.StatusCode != 200 || retried.Headers[idem.HeaderReplayed] != "" {
+		t.Fatalf("retry after a transient failure = %d %v, want the work run again", retried.StatusCode, retried.Headers)
+	}
+}
+
+func TestHTTPAdapterKeepsBinaryBodies(t *testing.T) {
+	f := newFixture(t)
+	png := []byte{0x89, 'P', 'N', 'G', 0xff, 0x00}
+	h := f.store.HTTP(func(ctx context.Context, req events.APIGatewayV2HTTPRequest, tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
+		if req.Body != string(png) || req.IsBase64Encoded {
+			t.Errorf("handler got body %q base64=%v, want the decoded bytes", req.Body, req.IsBase64Encoded)
+		}
+		return events.APIGatewayV2HTTPResponse{StatusCode: 200, Headers: map[string]string{"Content-Type": "image/png"}, Body: base64.StdEncoding.EncodeToString(png), IsBase64Encoded: true}, nil
+	})
+	req := apiRequest("alice", map[string]string{"idempotency-key": "k1", "content-type": "image/png"}, base64.StdEncoding.EncodeToString(png))
+	req.IsBase64Encoded = true
+	for i := range 2 {
+		resp, _ := h(context.Background(), req)
+		got, err := base64.StdEncoding.DecodeString(resp.Body)
+		if err != nil || !resp.IsBase64Encoded || string(got) != string(png) {
+			t.Fatalf("answer %d = %q base64=%v, want the same bytes", i, resp.Body, resp.IsBase64Encoded)
+		}
+	}
+}
+
+func TestHTTPAdapterUsesTheConfiguredClaim(t *testing.T) {
+	f := newFixture(t)
+	h := f.store.HTTP(func(ctx context.Context, req events.APIGatewayV2HTTPRequest, tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
+		return events.APIGatewayV2HTTPResponse{StatusCode: 200, Body: idem.Scope(ctx)}, nil
+	}, func(o *idem.HTTPOptions) { o.ScopeClaim = "tenant" })
+	resp, _ := h(context.Background(), apiRequest("alice", map[string]string{"idempotency-key": "k"}, `{}`))
+	if resp.Body != "t-alice" {
+		t.Fatalf("scope = %q, want the tenant claim", resp.Body)
+	}
+}
+
+func ExampleStore_HTTP() {
+	db, table, _ := exampleTables()
+	store, _ := idem.New(db, table)
+
+	// Any HTTP API Lambda: wrap the handler, pass the result to lambda.Start.
+	handler := store.HTTP(func(ctx context.Context, req events.APIGatewayV2HTTPRequest, tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
+		return events.APIGatewayV2HTTPResponse{StatusCode: 201, Body: `{"hello":"` + idem.Scope(ctx) + `"}`}, nil
+	})
+
+	req := events.APIGatewayV2HTTPRequest{
+		RawPath: "/greetings",
+		Headers: map[string]string{"idempotency-key": `"greet-1"`},
+		Body:    `{}`,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST"},
+			// API Gateway's JWT authorizer fills this after verifying the token.
+			Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+				JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: map[string]string{"sub": "user-42"}},
+			},
+		},
+	}
+	for range 2 {
+		resp, _ := handler(context.Background(), req)
+		fmt.Printf("%d %s replayed=%q\n", resp.StatusCode, resp.Body, resp.Headers[idem.HeaderReplayed])
+	}
+	// Output:
+	// 201 {"hello":"user-42"} replayed=""
+	// 201 {"hello":"user-42"} replayed="true"
+}
