@@ -70,18 +70,18 @@
 // DownstreamKey(namespace, scope, key) as its idempotency key.
 //
 // # HTTP APIs
-
-Store.HTTP wraps an API Gateway (HTTP API, payload 2.0) handler and returns
-one for lambda.Start. It reads the scope from a verified JWT claim (401
-without one; no header can choose it), the key from the Idempotency-Key header
-in any case and in the IETF draft's quoted form, runs HTTPOptions.Validate
-before claiming so that bad input writes nothing, and answers with the
-stored response, marked "Idempotent-Replayed: true" on a replay. A concurrent
-duplicate gets 409 with Retry-After, a reused key 422, a TransientError the
-status it names with Retry-After and the key released. Error bodies are
-{"error":{"code":..., "message":...}} with stable codes.
-
-# Keys and scopes
+//
+// Store.HTTP wraps an API Gateway (HTTP API, payload 2.0) handler and returns
+// one for lambda.Start. It reads the scope from a verified JWT claim (401
+// without one; no header can choose it), the key from the Idempotency-Key header
+// in any case and in the IETF draft's quoted form, runs HTTPOptions.Validate
+// before claiming so that bad input writes nothing, and answers with the
+// stored response, marked "Idempotent-Replayed: true" on a replay. A concurrent
+// duplicate gets 409 with Retry-After, a reused key 422, a TransientError the
+// status it names with Retry-After and the key released. Error bodies are
+// {"error":{"code":..., "message":...}} with stable codes.
+//
+// # Keys and scopes
 //
 // The scope must come from the authenticated caller, never from anything the
 // client chose, so that two tenants' keys never meet. Keys are 1 to 255
