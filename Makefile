@@ -8,10 +8,11 @@ LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags='-s -w' -buildvcs=false
 FUNCTIONS    := charge order
 HOST_ARCH    := $(shell $(GO) env GOARCH)
 
-.PHONY: help test vet run build invoke deps deploy clean
+.PHONY: help test vet run demo build invoke deps deploy clean
 
 help:
-	@echo "make run     start the local DynamoDB engine with the template's tables"
+	@echo "make run     the whole API on 127.0.0.1:3000: DynamoDB engine, provider simulator, functions under the Lambda RIE"
+	@echo "make demo    a guided walk through the guarantees, against make run's stack"
 	@echo "make test    go vet and every test, on a local engine the tests start themselves"
 	@echo "make build   bootstrap binaries: bin/<fn>/bootstrap (host arch) and bin/arm64/<fn>/bootstrap"
 	@echo "make invoke  FN=charge EVENT=events/charge-create.json [TIMES=2]: run a bootstrap under the Lambda RIE against make run's stack"
@@ -27,8 +28,11 @@ vet:
 test: deps vet
 	$(GO) test -count=1 -timeout 15m ./...
 
-run: deps
+run: deps build
 	$(GO) run ./local/cmd/run
+
+demo:
+	$(GO) run ./local/cmd/demo
 
 FN     ?= charge
 EVENT  ?= events/charge-create.json

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -35,32 +34,19 @@ var (
 	buildOnce sync.Once
 	binDir    string
 	buildErr  error
-	buildOut  []byte
 )
 
-// bootstraps builds every function's package, as its Makefile build target
-// names it, the way Lambda runs it (linux, no cgo, lambda.norpc), once per
-// test binary, and returns the directory holding <fn>/bootstrap. The host
-// architecture shares the build cache with the tests; make build, which CI
-// runs, builds the arm64 binaries that deploy.
+// bootstraps builds every function once per test binary (see
+// stack.Template.Build) and returns the directory holding them.
 func bootstraps(t *testing.T, tpl *stack.Template) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "bootstraps-")
-		if buildErr != nil {
-			return
-		}
-		for _, fn := range tpl.Functions {
-			out := filepath.Join(binDir, filepath.Base(fn.Package), "bootstrap")
-			cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", out, fn.Package)
-			cmd.Dir, cmd.Env = tpl.Dir, append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
-			if buildOut, buildErr = cmd.CombinedOutput(); buildErr != nil {
-				return
-			}
+		if binDir, buildErr = os.MkdirTemp("", "bootstraps-"); buildErr == nil {
+			buildErr = tpl.Build(binDir)
 		}
 	})
 	if buildErr != nil {
-		t.Fatalf("build: %v\n%s", buildErr, buildOut)
+		t.Fatal(buildErr)
 	}
 	return binDir
 }
@@ -136,7 +122,7 @@ func TestEventFilesUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 			t.Fatal(err)
 		}
 		name := filepath.Base(fn.Package)
-		rt, err := rie.Start(context.Background(), emulator, filepath.Join(bin, name, "bootstrap"), rie.Options{Env: env, Timeout: time.Duration(fn.Timeout) * time.Second})
+		rt, err := rie.Start(context.Background(), emulator, fn.Bootstrap(bin), rie.Options{Env: env, Timeout: time.Duration(fn.Timeout) * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}

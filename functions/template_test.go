@@ -3,7 +3,6 @@ package functions_test
 
 import (
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -42,7 +41,7 @@ func TestEveryFunctionBuildsFromItsMakefileTarget(t *testing.T) {
 	}
 	bin := bootstraps(t, tpl)
 	for _, fn := range tpl.Functions {
-		if _, err := os.Stat(filepath.Join(bin, filepath.Base(fn.Package), "bootstrap")); err != nil {
+		if _, err := os.Stat(fn.Bootstrap(bin)); err != nil {
 			t.Errorf("%s: %v", fn.LogicalID, err)
 		}
 	}

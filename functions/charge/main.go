@@ -5,6 +5,7 @@
 //
 //	IDEMPOTENCY_TABLE, CHARGES_TABLE   the tables (template.yaml sets them)
 //	SCOPE_CLAIM                        the JWT claim that names the caller (default sub)
+//	IDEM_LEASE                         a shorter idempotency lease, for local runs (e.g. 3s)
 //	PROVIDER_BASE_URL                  the Stripe-compatible API
 //	PROVIDER_SECRET_KEY                its secret key, or else
 //	PROVIDER_SECRET_PARAMETER          the SSM SecureString parameter holding it
@@ -22,7 +23,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/idemkeys/idem/functions/internal/app"
-	"github.com/idemkeys/idem/pkg/idem"
 )
 
 func main() {
@@ -37,10 +37,6 @@ func main() {
 func newServer(ctx context.Context) (*server, error) {
 	log := app.Logger()
 	cfg, db, err := app.AWS(ctx)
-	if err != nil {
-		return nil, err
-	}
-	idemTable, err := app.Env("IDEMPOTENCY_TABLE")
 	if err != nil {
 		return nil, err
 	}
@@ -64,16 +60,12 @@ func newServer(ctx context.Context) (*server, error) {
 		}
 		secret = aws.ToString(out.Parameter.Value)
 	}
-	store, err := idem.New(db, idemTable, func(o *idem.Options) { o.Logger = log })
+	store, err := app.Store(db, log)
 	if err != nil {
 		return nil, err
 	}
-	claim := os.Getenv("SCOPE_CLAIM")
-	if claim == "" {
-		claim = "sub"
-	}
 	return &server{
-		store: store, db: db, table: charges, scopeClaim: claim, log: log, now: time.Now,
+		store: store, db: db, table: charges, scopeClaim: app.ScopeClaim(), log: log, now: time.Now,
 		payments: newStripePayments(baseURL, secret, log),
 	}, nil
 }

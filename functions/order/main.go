@@ -6,6 +6,7 @@
 //
 //	IDEMPOTENCY_TABLE, ORDERS_TABLE   the tables (template.yaml sets them)
 //	SCOPE_CLAIM                       the JWT claim that names the caller (default sub)
+//	IDEM_LEASE                        a shorter idempotency lease, for local runs (e.g. 3s)
 //	DYNAMODB_ENDPOINT                 a local DynamoDB engine, for local runs
 package main
 
@@ -18,7 +19,6 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/idemkeys/idem/functions/internal/app"
-	"github.com/idemkeys/idem/pkg/idem"
 )
 
 func main() {
@@ -36,21 +36,13 @@ func newServer(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	idemTable, err := app.Env("IDEMPOTENCY_TABLE")
-	if err != nil {
-		return nil, err
-	}
 	orders, err := app.Env("ORDERS_TABLE")
 	if err != nil {
 		return nil, err
 	}
-	store, err := idem.New(db, idemTable, func(o *idem.Options) { o.Logger = log })
+	store, err := app.Store(db, log)
 	if err != nil {
 		return nil, err
 	}
-	claim := os.Getenv("SCOPE_CLAIM")
-	if claim == "" {
-		claim = "sub"
-	}
-	return &server{store: store, db: db, table: orders, scopeClaim: claim, log: log, now: time.Now}, nil
+	return &server{store: store, db: db, table: orders, scopeClaim: app.ScopeClaim(), log: log, now: time.Now}, nil
 }

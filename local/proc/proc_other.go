@@ -10,3 +10,6 @@ import "syscall"
 func Attr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
+
+// Children is not implemented here: it reads Linux's /proc.
+func Children(pid int) []int { return nil }

@@ -44,6 +44,9 @@ const (
 	// closes the connection without answering: the client sees a timeout for
 	// a request that took effect.
 	DropAfterEffect FaultKind = "drop_after_effect"
+	// HangAfterEffect creates the payment intent and stores its result, then
+	// holds the answer for Fault.Delay: time in which to kill the caller.
+	HangAfterEffect FaultKind = "hang_after_effect"
 )
 
 // Fault applies to the next Times create requests (at least one).
@@ -134,8 +137,8 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/_sim/faults":
 		var f Fault
-		if err := json.NewDecoder(r.Body).Decode(&f); err != nil || (f.Kind != Delay && f.Kind != FailBeforeEffect && f.Kind != DropAfterEffect) {
-			http.Error(w, `{"error":"want {\"kind\":\"delay|fail_before_effect|drop_after_effect\",...}"}`, http.StatusBadRequest)
+		if err := json.NewDecoder(r.Body).Decode(&f); err != nil || (f.Kind != Delay && f.Kind != FailBeforeEffect && f.Kind != DropAfterEffect && f.Kind != HangAfterEffect) {
+			http.Error(w, `{"error":"want {\"kind\":\"delay|fail_before_effect|drop_after_effect|hang_after_effect\",...}"}`, http.StatusBadRequest)
 			return
 		}
 		s.Inject(f)
@@ -231,6 +234,13 @@ func (s *Simulator) create(w http.ResponseWriter, r *http.Request) {
 			s.mu.Lock()
 			delete(s.keys, key)
 			s.mu.Unlock()
+		}
+	}
+	if faulted && fault.Kind == HangAfterEffect {
+		select {
+		case <-time.After(fault.Delay):
+		case <-r.Context().Done():
+			return
 		}
 	}
 	if faulted && fault.Kind == DropAfterEffect {

@@ -165,10 +165,26 @@ func (r *Runtime) Logs() string { return r.output.String() }
 // Pid is the emulator's process id; the function runs as its child.
 func (r *Runtime) Pid() int { return r.cmd.Process.Pid }
 
-// Stop ends the emulator and the function with it.
+// Exited reports whether the emulator has exited (been killed, say).
+func (r *Runtime) Exited() bool {
+	select {
+	case <-r.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Stop kills the function's process and the emulator, with SIGKILL: to the
+// function, a crash in the middle of whatever it was doing.
 func (r *Runtime) Stop() {
 	if r.cmd.Process == nil {
 		return
+	}
+	// The emulator runs the function in a process group of its own.
+	for _, pid := range proc.Children(r.cmd.Process.Pid) {
+		syscall.Kill(-pid, syscall.SIGKILL)
+		syscall.Kill(pid, syscall.SIGKILL)
 	}
 	syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
 	<-r.exited

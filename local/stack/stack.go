@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -262,8 +263,12 @@ func (f *Function) LocalEnv(refs, extra map[string]string) ([]string, error) {
 // REF_<LogicalId>.
 const EnvFile = "local/.run/stack.env"
 
-// RefVar prefixes the variables of EnvFile that resolve references.
-const RefVar = "REF_"
+// RefVar prefixes the variables of EnvFile that resolve references, and
+// LocalVar those that configure the local tools only.
+const (
+	RefVar   = "REF_"
+	LocalVar = "LOCAL_"
+)
 
 // RuntimeEnv is fn's environment for a local run against the stack that
 // wrote vars: references resolved through the REF_ entries, the others
@@ -273,9 +278,13 @@ func RuntimeEnv(fn *Function, vars map[string]string) ([]string, error) {
 	refs := map[string]string{}
 	extra := map[string]string{"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
 	for k, v := range vars {
-		if id, ok := strings.CutPrefix(k, RefVar); ok {
+		switch id, ok := strings.CutPrefix(k, RefVar); {
+		case ok:
 			refs[id] = v
-		} else {
+		case strings.HasPrefix(k, LocalVar):
+			// The local stack's own settings (the dev token secret): not
+			// the functions' business.
+		default:
 			extra[k] = v
 		}
 	}
@@ -308,4 +317,28 @@ func ReadEnv(path string) (map[string]string, error) {
 		}
 	}
 	return vars, nil
+}
+
+// Build builds every function's bootstrap into dir/<fn>/bootstrap, from the
+// package its Makefile target names, as Lambda runs it: Linux, no cgo,
+// -tags lambda.norpc. The host architecture keeps the binaries runnable here
+// and shares the build cache with tests; make build makes the arm64 ones.
+func (t *Template) Build(dir string) error {
+	for _, fn := range t.Functions {
+		if fn.Package == "" {
+			return fmt.Errorf("%s: the Makefile has no build-%s target", fn.LogicalID, fn.LogicalID)
+		}
+		out := filepath.Join(dir, filepath.Base(fn.Package), "bootstrap")
+		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", out, fn.Package)
+		cmd.Dir, cmd.Env = t.Dir, append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("build %s: %v\n%s", fn.Package, err, b)
+		}
+	}
+	return nil
+}
+
+// Bootstrap is where Build puts fn's binary under dir.
+func (f *Function) Bootstrap(dir string) string {
+	return filepath.Join(dir, filepath.Base(f.Package), "bootstrap")
 }

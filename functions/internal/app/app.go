@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -145,4 +146,30 @@ func GetOwn(ctx context.Context, req events.APIGatewayV2HTTPRequest, db Reader, 
 		return idem.ErrorResponse(http.StatusInternalServerError, "internal_error", "could not read")
 	}
 	return JSON(http.StatusOK, render())
+}
+
+// Store returns the idempotency store on the table in IDEMPOTENCY_TABLE,
+// logging to log. IDEM_LEASE, when set (a Go duration such as "3s"),
+// shortens the lease, so that a local demonstration of a crash need not wait
+// out the default; the lease is cut to the Lambda's deadline in any case.
+func Store(db idem.DynamoDBAPI, log *slog.Logger) (*idem.Store, error) {
+	table, err := Env("IDEMPOTENCY_TABLE")
+	if err != nil {
+		return nil, err
+	}
+	var lease time.Duration
+	if v := os.Getenv("IDEM_LEASE"); v != "" {
+		if lease, err = time.ParseDuration(v); err != nil || lease <= 0 {
+			return nil, fmt.Errorf("IDEM_LEASE=%q is not a positive duration", v)
+		}
+	}
+	return idem.New(db, table, func(o *idem.Options) { o.Logger, o.Lease = log, lease })
+}
+
+// ScopeClaim is the JWT claim that names the caller: SCOPE_CLAIM, or "sub".
+func ScopeClaim() string {
+	if c := os.Getenv("SCOPE_CLAIM"); c != "" {
+		return c
+	}
+	return "sub"
 }

@@ -1,0 +1,270 @@
+// Package api serves template.yaml's HTTP API on this machine, as
+// `sam local start-api` does: each request is matched to a route of the
+// template, checked by a JWT authorizer, turned into a payload 2.0 event and
+// invoked on the function's bootstrap under the Lambda Runtime Interface
+// Emulator, and the function's response is sent back.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/idemkeys/idem/local/apigw"
+	"github.com/idemkeys/idem/local/rie"
+	"github.com/idemkeys/idem/local/stack"
+)
+
+// maxPayload is API Gateway's limit on a request body.
+const maxPayload = 10 << 20
+
+// Function is one function to serve: its routes and how to run it.
+type Function struct {
+	Def       *stack.Function
+	Bootstrap string
+	Env       []string
+}
+
+// Server is the local HTTP API. Create it with New.
+type Server struct {
+	auth   *Authorizer
+	log    *slog.Logger
+	routes []stack.Route
+	owner  map[stack.Route]*pool
+	pools  []*pool
+}
+
+// New returns a server for fns, each run under the emulator at emulator with
+// up to concurrency execution environments, like a Lambda function's
+// concurrency: concurrent requests run in different processes and race on
+// DynamoDB as they would deployed.
+func New(emulator string, fns []Function, auth *Authorizer, concurrency int, log *slog.Logger) *Server {
+	s := &Server{auth: auth, log: log, owner: map[stack.Route]*pool{}}
+	for _, f := range fns {
+		p := &pool{name: f.Def.LogicalID, emulator: emulator, bootstrap: f.Bootstrap, env: f.Env,
+			timeout: time.Duration(f.Def.Timeout) * time.Second, slots: make(chan struct{}, concurrency), busy: map[*rie.Runtime]bool{}}
+		s.pools = append(s.pools, p)
+		for _, r := range f.Def.Routes {
+			s.routes = append(s.routes, r)
+			s.owner[r] = p
+		}
+	}
+	return s
+}
+
+// Routes are the routes served, as the template declares them.
+func (s *Server) Routes() []stack.Route { return s.routes }
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	route, params, ok := apigw.Match(s.routes, r.Method, r.URL.Path)
+	if !ok {
+		writeMessage(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	claims, err := s.auth.Verify(r.Header.Get("Authorization"))
+	if err != nil {
+		s.log.Info("api: unauthorized", "route", route.Method+" "+route.Path, "reason", err.Error())
+		writeMessage(w, http.StatusUnauthorized, "Unauthorized")
+		return
+	}
+	body, err := apigw.ReadBody(r, maxPayload)
+	if err != nil {
+		writeMessage(w, http.StatusBadRequest, "Bad Request")
+		return
+	}
+	if len(body) > maxPayload {
+		writeMessage(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large")
+		return
+	}
+	payload, err := json.Marshal(apigw.Event(r, body, route, params, claims))
+	if err != nil {
+		writeMessage(w, http.StatusInternalServerError, "Internal Server Error")
+		return
+	}
+	p := s.owner[route]
+	out, err := p.invoke(r.Context(), payload)
+	if err != nil {
+		s.log.Warn("api: invocation failed", "function", p.name, "error", err.Error())
+		writeMessage(w, http.StatusInternalServerError, "Internal Server Error")
+		return
+	}
+	var resp events.APIGatewayV2HTTPResponse
+	if err := json.Unmarshal(out, &resp); err != nil {
+		writeMessage(w, http.StatusInternalServerError, "Internal Server Error")
+		return
+	}
+	apigw.Write(w, resp)
+	s.log.Info("api", "method", r.Method, "path", r.URL.Path, "status", resp.StatusCode, "function", p.name, "ms", time.Since(start).Milliseconds())
+}
+
+// Crash kills, with SIGKILL, every execution environment that is running an
+// invocation now: the function process dies mid-request, as when a Lambda
+// runs out of memory or its host fails. It returns how many it killed.
+func (s *Server) Crash() int {
+	n := 0
+	for _, p := range s.pools {
+		n += p.crash()
+	}
+	return n
+}
+
+// Close stops every execution environment.
+func (s *Server) Close() {
+	for _, p := range s.pools {
+		p.close()
+	}
+}
+
+// writeMessage answers as API Gateway does for its own errors.
+func writeMessage(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `{"message":%q}`, msg)
+}
+
+// pool holds the execution environments of one function, started on
+// demand up to its concurrency and reused, as Lambda reuses warm ones.
+type pool struct {
+	name, emulator, bootstrap string
+	env                       []string
+	timeout                   time.Duration
+	slots                     chan struct{}
+
+	mu   sync.Mutex
+	idle []*rie.Runtime
+	busy map[*rie.Runtime]bool
+}
+
+func (p *pool) invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-p.slots }()
+	rt, err := p.take(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The invocation outlives a client that hangs up, as in Lambda.
+	out, err := rt.Invoke(context.WithoutCancel(ctx), payload)
+	p.mu.Lock()
+	delete(p.busy, rt)
+	healthy := err == nil || errors.Is(err, rie.ErrFunction)
+	if healthy && !rt.Exited() {
+		p.idle = append(p.idle, rt)
+	}
+	p.mu.Unlock()
+	if !healthy || rt.Exited() {
+		rt.Stop()
+	}
+	return out, err
+}
+
+func (p *pool) take(ctx context.Context) (*rie.Runtime, error) {
+	p.mu.Lock()
+	if n := len(p.idle); n > 0 {
+		rt := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.busy[rt] = true
+		p.mu.Unlock()
+		return rt, nil
+	}
+	p.mu.Unlock()
+	rt, err := rie.Start(ctx, p.emulator, p.bootstrap, rie.Options{Env: p.env, Timeout: p.timeout})
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	p.busy[rt] = true
+	p.mu.Unlock()
+	return rt, nil
+}
+
+func (p *pool) crash() int {
+	p.mu.Lock()
+	victims := make([]*rie.Runtime, 0, len(p.busy))
+	for rt := range p.busy {
+		victims = append(victims, rt)
+	}
+	p.mu.Unlock()
+	for _, rt := range victims {
+		rt.Stop()
+	}
+	return len(victims)
+}
+
+func (p *pool) close() {
+	p.mu.Lock()
+	all := append([]*rie.Runtime(nil), p.idle...)
+	for rt := range p.busy {
+		all = append(all, rt)
+	}
+	p.idle, p.busy = nil, map[*rie.Runtime]bool{}
+	p.mu.Unlock()
+	for _, rt := range all {
+		rt.Stop()
+	}
+}
+
+// Authorizer verifies bearer tokens as the HTTP API's JWT authorizer does:
+// signature, issuer, audience, expiry. Locally the tokens are HS256 with a
+// secret of make run's; deployed, API Gateway checks the issuer's keys.
+type Authorizer struct {
+	Secret   []byte
+	Issuer   string
+	Audience string
+}
+
+// Verify returns the token's claims as API Gateway passes them to a
+// function: every value a string.
+func (a *Authorizer) Verify(header string) (map[string]string, error) {
+	raw, ok := stripBearer(header)
+	if !ok {
+		return nil, errors.New("no bearer token")
+	}
+	claims := jwt.MapClaims{}
+	_, err := jwt.ParseWithClaims(raw, claims, func(*jwt.Token) (any, error) { return a.Secret, nil },
+		jwt.WithValidMethods([]string{"HS256"}), jwt.WithIssuer(a.Issuer), jwt.WithAudience(a.Audience), jwt.WithExpirationRequired())
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(claims))
+	for k, v := range claims {
+		switch v := v.(type) {
+		case string:
+			out[k] = v
+		case float64:
+			out[k] = fmt.Sprintf("%.0f", v)
+		default:
+			out[k] = fmt.Sprint(v)
+		}
+	}
+	return out, nil
+}
+
+// Token mints a token for sub, valid for ttl.
+func (a *Authorizer) Token(sub string, ttl time.Duration) (string, error) {
+	now := time.Now()
+	return jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
+		"sub": sub, "iss": a.Issuer, "aud": a.Audience, "iat": now.Unix(), "exp": now.Add(ttl).Unix(),
+	}).SignedString(a.Secret)
+}
+
+func stripBearer(h string) (string, bool) {
+	const prefix = "Bearer "
+	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return "", false
+	}
+	return h[len(prefix):], true
+}
