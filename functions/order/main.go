@@ -7,6 +7,7 @@
 //	IDEMPOTENCY_TABLE, ORDERS_TABLE   the tables (template.yaml sets them)
 //	SCOPE_CLAIM                       the JWT claim that names the caller (default sub)
 //	IDEM_LEASE                        a shorter idempotency lease, for local runs (e.g. 3s)
+//	ORDER_FAST_PATH                   "true": POST /orders in one transaction (idem.Store.DoAtomic)
 //	DYNAMODB_ENDPOINT                 a local DynamoDB engine, for local runs
 package main
 
@@ -44,5 +45,9 @@ func newServer(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &server{store: store, db: db, table: orders, scopeClaim: app.ScopeClaim(), log: log, now: time.Now}, nil
+	fast := os.Getenv("ORDER_FAST_PATH")
+	if fast != "" && fast != "true" && fast != "false" {
+		return nil, fmt.Errorf("ORDER_FAST_PATH=%q: want true or false", fast)
+	}
+	return &server{store: store, db: db, table: orders, scopeClaim: app.ScopeClaim(), fastPath: fast == "true", log: log, now: time.Now}, nil
 }

@@ -23,22 +23,25 @@ func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
 type fixture struct {
 	apitest.Caller
 	raw    *dynamodb.Client
+	calls  *dynamotest.Counter // the idempotency store's calls
 	tables []string
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T, fastPath ...bool) *fixture {
 	t.Helper()
 	raw := dynamotest.Client(t)
 	idemTable := dynamotest.Table(t, raw, "IdempotencyTable")
 	orders := dynamotest.Table(t, raw, "OrdersTable")
-	store, err := idem.New(raw, idemTable)
+	counter := &dynamotest.Counter{API: raw}
+	store, err := idem.New(counter, idemTable)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &server{store: store, db: raw, table: orders, scopeClaim: "sub", log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now}
+	s := &server{store: store, db: raw, table: orders, scopeClaim: "sub", fastPath: len(fastPath) > 0 && fastPath[0],
+		log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now}
 	return &fixture{
 		Caller: apitest.Caller{T: t, Routes: apitest.Function(t, "OrderFunction").Routes, Handle: s.routes()},
-		raw:    raw, tables: []string{idemTable, orders},
+		raw:    raw, calls: counter, tables: []string{idemTable, orders},
 	}
 }
 
@@ -75,6 +78,25 @@ func TestCreateOrderOncePerKey(t *testing.T) {
 	}
 	if other := f.Call("POST", "/orders", "alice", "k-1", `{"items":[{"sku":"tea","quantity":3}]}`); other.StatusCode != 422 {
 		t.Fatalf("same key, other body = %d, want 422", other.StatusCode)
+	}
+}
+
+func TestFastPathCreatesAnOrderInOneCall(t *testing.T) {
+	for _, fast := range []bool{false, true} {
+		f := newFixture(t, fast)
+		want := map[bool]int{false: 2, true: 1}[fast]
+		first := f.Call("POST", "/orders", "alice", "k-1", tea)
+		if first.StatusCode != 201 || f.calls.Total() != want {
+			t.Fatalf("fast=%v: first = %d after %v calls, want 201 after %d", fast, first.StatusCode, f.calls.Calls(), want)
+		}
+		f.calls.Reset()
+		again := f.Call("POST", "/orders", "alice", "k-1", tea)
+		if again.Body != first.Body || again.Headers[idem.HeaderReplayed] != "true" || f.calls.Total() != 1 {
+			t.Fatalf("fast=%v: replay = %d after %v calls, want the replay after 1", fast, again.StatusCode, f.calls.Calls())
+		}
+		if n := apitest.Items(t, f.raw, f.tables[1]); n != 1 {
+			t.Fatalf("fast=%v: %d orders, want 1", fast, n)
+		}
 	}
 }
 

@@ -88,8 +88,11 @@ type server struct {
 	db         orderDB
 	table      string // OrdersTable
 	scopeClaim string
-	log        *slog.Logger
-	now        func() time.Time
+	// fastPath commits POST /orders in one transaction (idem.DoAtomic): the
+	// create has no effect outside DynamoDB, so nothing needs a lease.
+	fastPath bool
+	log      *slog.Logger
+	now      func() time.Time
 }
 
 // orderDB is what the PUT and GET routes call directly.
@@ -101,7 +104,7 @@ type orderDB interface {
 func (s *server) routes() app.Routes {
 	return app.Routes{
 		"POST /orders": s.store.HTTP(s.create, func(o *idem.HTTPOptions) {
-			o.ScopeClaim, o.MaxBodyBytes, o.Validate, o.Logger = s.scopeClaim, maxBody, validateOrder, s.log
+			o.ScopeClaim, o.MaxBodyBytes, o.Validate, o.Logger, o.Atomic = s.scopeClaim, maxBody, validateOrder, s.log, s.fastPath
 		}),
 		"PUT /orders/{order_id}": s.put,
 		"GET /orders/{order_id}": s.get,

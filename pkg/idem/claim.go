@@ -44,6 +44,34 @@ func (s *Store) claim(ctx context.Context, pk string, req Request, old *record) 
 	if d <= 0 {
 		return nil, nil, fmt.Errorf("idem: no time left to claim the key: %w", context.DeadlineExceeded)
 	}
+	put, token, err := s.claimPut(pk, req, old, d)
+	if err != nil {
+		return nil, nil, err
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                           put.TableName,
+		Item:                                put.Item,
+		ConditionExpression:                 put.ConditionExpression,
+		ExpressionAttributeNames:            put.ExpressionAttributeNames,
+		ExpressionAttributeValues:           put.ExpressionAttributeValues,
+		ReturnValuesOnConditionCheckFailure: put.ReturnValuesOnConditionCheckFailure,
+	})
+	if err == nil {
+		return &lease{pk: pk, token: token, duration: d, item: put.Item}, nil, nil
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return nil, nil, fmt.Errorf("idem: claim: %w", err)
+	}
+	seen, err := s.seen(ctx, pk, ccf.Item)
+	return nil, seen, err
+}
+
+// claimPut is the conditional put that takes the key for req from old, the
+// record last seen: an in-progress record with a new lease of d, under the
+// fresh condition, or the takeover condition where old is a lapsed lease.
+// It returns the put and its lease token.
+func (s *Store) claimPut(pk string, req Request, old *record, d time.Duration) (*types.Put, string, error) {
 	now := s.opts.Clock()
 	r := record{
 		PK:          pk,
@@ -57,42 +85,39 @@ func (s *Store) claim(ctx context.Context, pk string, req Request, old *record) 
 		Attempts:    1,
 		CreatedAt:   now.UnixMilli(),
 	}
+	takeover := old != nil && !old.expired(now) && old.Status == StatusInProgress
+	if takeover {
+		r.Attempts = old.Attempts + 1
+	}
 	item, err := attributevalue.MarshalMap(&r)
 	if err != nil {
-		return nil, nil, fmt.Errorf("idem: encode record: %w", err)
+		return nil, "", fmt.Errorf("idem: encode record: %w", err)
 	}
-	in := &dynamodb.PutItemInput{
+	put := &types.Put{
 		TableName:                           &s.table,
 		Item:                                item,
 		ConditionExpression:                 aws.String(condFresh),
 		ExpressionAttributeValues:           map[string]types.AttributeValue{":now_s": number(now.Unix())},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
-	if old != nil && !old.expired(now) && old.Status == StatusInProgress {
-		r.Attempts = old.Attempts + 1
-		item[attrAttempts] = number(int64(r.Attempts))
-		in.ConditionExpression = aws.String(condTakeover)
-		in.ExpressionAttributeNames = map[string]string{"#status": attrStatus}
-		in.ExpressionAttributeValues[":in_progress"] = &types.AttributeValueMemberS{Value: StatusInProgress}
-		in.ExpressionAttributeValues[":seen"] = &types.AttributeValueMemberS{Value: old.LeaseToken}
-		in.ExpressionAttributeValues[":now_ms"] = number(now.UnixMilli())
-		in.ExpressionAttributeValues[":fp"] = &types.AttributeValueMemberS{Value: req.Fingerprint}
+	if takeover {
+		put.ConditionExpression = aws.String(condTakeover)
+		put.ExpressionAttributeNames = map[string]string{"#status": attrStatus}
+		put.ExpressionAttributeValues[":in_progress"] = &types.AttributeValueMemberS{Value: StatusInProgress}
+		put.ExpressionAttributeValues[":seen"] = &types.AttributeValueMemberS{Value: old.LeaseToken}
+		put.ExpressionAttributeValues[":now_ms"] = number(now.UnixMilli())
+		put.ExpressionAttributeValues[":fp"] = &types.AttributeValueMemberS{Value: req.Fingerprint}
 	}
-	_, err = s.db.PutItem(ctx, in)
-	if err == nil {
-		return &lease{pk: pk, token: r.LeaseToken, duration: d, item: item}, nil, nil
+	return put, r.LeaseToken, nil
+}
+
+// seen decodes the item a failed condition returned; an engine that does not
+// return it costs one consistent read more.
+func (s *Store) seen(ctx context.Context, pk string, item map[string]types.AttributeValue) (*record, error) {
+	if len(item) > 0 {
+		return decodeRecord(item)
 	}
-	var ccf *types.ConditionalCheckFailedException
-	if !errors.As(err, &ccf) {
-		return nil, nil, fmt.Errorf("idem: claim: %w", err)
-	}
-	if len(ccf.Item) > 0 {
-		seen, err := decodeRecord(ccf.Item)
-		return nil, seen, err
-	}
-	// An engine that does not return the old item costs one read more.
-	seen, err := s.read(ctx, pk)
-	return nil, seen, err
+	return s.read(ctx, pk)
 }
 
 // read returns the record with a consistent read, or nil if there is none.

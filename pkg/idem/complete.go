@@ -202,11 +202,7 @@ func (s *Store) businessConflict(ctx context.Context, l *lease, i int, w Write, 
 // only its answer was lost (a timeout, an SDK retry of a transaction that had
 // committed), or it is someone else's now: fenced.
 func (s *Store) settle(ctx context.Context, l *lease, item map[string]types.AttributeValue) (Result, error) {
-	r, err := decodeRecord(item)
-	if err == nil && r == nil {
-		// The engine did not say what it found: read once.
-		r, err = s.read(context.WithoutCancel(ctx), l.pk)
-	}
+	r, err := s.seen(context.WithoutCancel(ctx), l.pk, item)
 	if err != nil {
 		return Result{}, fmt.Errorf("idem: commit outcome unknown: %w", err)
 	}

@@ -49,10 +49,22 @@
 // on the lease token), so a retry runs it again; the error is returned, and
 // nothing is stored. A work whose process dies leaves its lease to lapse.
 //
+// # One round trip: DoAtomic
+//
+// Work whose only effect is its DynamoDB writes can skip the in-progress
+// state: Store.DoAtomic runs the work first, then puts the record straight as
+// completed, under the claim's condition, in the same TransactWriteItems as
+// the business writes. A duplicate's transaction loses and reads its answer
+// from the cancellation reasons: a replay, a 422, or a 409 for a live lease
+// that Do left. Both paths share the record's format and conditions, so they
+// may be mixed on one key. The work may run more often than it commits, which
+// is why it must not call out.
+//
 // # Cost
 //
-// A first request costs two calls: the claim and the commit transaction (or
-// UpdateItem). A replay, a 409 and a 422 cost one: the claim that lost. No path
+// A first request costs two calls with Do, the claim and the commit
+// transaction (or UpdateItem), and one with DoAtomic. A replay, a 409 and a
+// 422 cost one on either path: the write that lost. No path
 // reads the record except Options.Wait, an engine that does not return the
 // old item, and a commit whose outcome the client did not see.
 //

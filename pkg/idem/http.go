@@ -39,6 +39,10 @@ type HTTPOptions struct {
 	// refusal is answered as it is and nothing is written or stored, so the
 	// client may correct the request and send it again under the same key.
 	Validate func(req *events.APIGatewayV2HTTPRequest) *Refusal
+	// Atomic runs the handler with Store.DoAtomic instead of Store.Do: one
+	// round trip, for a handler whose only effect is the writes it adds to
+	// tx (it may run more often than it commits).
+	Atomic bool
 	// Logger, when set, receives a line for each refused request.
 	Logger *slog.Logger
 }
@@ -118,7 +122,11 @@ func (s *Store) HTTP(h HTTPHandler, optFns ...func(*HTTPOptions)) APIGatewayHand
 		if err != nil {
 			return ErrorResponse(http.StatusBadRequest, "invalid_json", err.Error()), nil
 		}
-		res, err := s.Do(ctx, Request{Scope: scope, Key: key, Fingerprint: fp}, func(ctx context.Context, tx *Tx) (Response, error) {
+		do := s.Do
+		if o.Atomic {
+			do = s.DoAtomic
+		}
+		res, err := do(ctx, Request{Scope: scope, Key: key, Fingerprint: fp}, func(ctx context.Context, tx *Tx) (Response, error) {
 			resp, err := h(ctx, req, tx)
 			if err != nil {
 				return Response{}, err

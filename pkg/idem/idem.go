@@ -191,37 +191,58 @@ const maxClaims = 4
 // error is returned and the key released. If the lease was taken over while
 // work ran, nothing is committed and Do fails with ErrLeaseLost.
 func (s *Store) Do(ctx context.Context, req Request, work Work) (Result, error) {
-	if err := validateScope(req.Scope); err != nil {
+	if err := validateRequest(req); err != nil {
 		return Result{}, err
-	}
-	if err := ValidateKey(req.Key); err != nil {
-		return Result{}, err
-	}
-	if req.Fingerprint == "" {
-		return Result{}, fmt.Errorf("%w: empty fingerprint", ErrInvalidBody)
 	}
 	pk := recordPK(req.Scope, req.Key)
 	log := s.opts.Logger.With("scope", req.Scope, "key_hash", KeyHash(req.Scope, req.Key))
+	return s.decide(ctx, pk, req, log, func(old *record) (Result, *record, bool, error) {
+		l, seen, err := s.claim(ctx, pk, req, old)
+		if err != nil || l == nil {
+			return Result{}, seen, err != nil, err
+		}
+		res, err := s.run(ctx, l, work)
+		s.logOutcome(log, res, err)
+		return res, nil, true, err
+	})
+}
 
+func validateRequest(req Request) error {
+	if err := validateScope(req.Scope); err != nil {
+		return err
+	}
+	if err := ValidateKey(req.Key); err != nil {
+		return err
+	}
+	if req.Fingerprint == "" {
+		return fmt.Errorf("%w: empty fingerprint", ErrInvalidBody)
+	}
+	return nil
+}
+
+// takeFunc tries once to take the key from old, the record last seen (nil:
+// none, or an expired one, or a lapsed lease of this same request). It
+// reports done with the outcome, or the record that stopped it.
+type takeFunc func(old *record) (res Result, seen *record, done bool, err error)
+
+// decide is the protocol's decision on what the table holds, shared by Do
+// and DoAtomic: take the key when it is free, replay a completed request,
+// refuse another request's key, and answer or wait out one in progress.
+func (s *Store) decide(ctx context.Context, pk string, req Request, log *slog.Logger, take takeFunc) (Result, error) {
 	var (
 		old       *record // what the table holds, as last seen; nil is nothing
-		claims    int
+		takes     int
 		waitUntil time.Time
 	)
 	for {
 		now := s.opts.Clock()
 		if old == nil || old.expired(now) || (old.Fingerprint == req.Fingerprint && old.Status == StatusInProgress && !old.leaseLive(now)) {
-			if claims == maxClaims {
+			if takes == maxClaims {
 				return Result{}, s.inProgress(log, old, now)
 			}
-			claims++
-			l, seen, err := s.claim(ctx, pk, req, old)
-			if err != nil {
-				return Result{}, err
-			}
-			if l != nil {
-				res, err := s.run(ctx, l, work)
-				s.logOutcome(log, res, err)
+			takes++
+			res, seen, done, err := take(old)
+			if done {
 				return res, err
 			}
 			old = seen

@@ -31,14 +31,14 @@ func TestInvalidRequestsFailBeforeAnyCall(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f.db.reset()
+			f.db.Reset()
 			var runs atomic.Int32
 			_, err := f.store.Do(context.Background(), tc.req, f.createOrder("alice", "o", &runs))
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
-			if f.db.total() != 0 || runs.Load() != 0 {
-				t.Fatalf("%d calls and %d runs, want none", f.db.total(), runs.Load())
+			if f.db.Total() != 0 || runs.Load() != 0 {
+				t.Fatalf("%d calls and %d runs, want none", f.db.Total(), runs.Load())
 			}
 		})
 	}
@@ -92,8 +92,8 @@ func TestOversizedResultsAreRefusedAndKeyReleased(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
-			if f.db.get("TransactWriteItems") != 0 || f.db.get("UpdateItem") != 0 {
-				t.Fatalf("calls = %v: a write was attempted", f.db.calls)
+			if f.db.Get("TransactWriteItems") != 0 || f.db.Get("UpdateItem") != 0 {
+				t.Fatalf("calls = %v: a write was attempted", f.db.Calls())
 			}
 			if f.record("alice", "k1") != nil || f.order("alice", "0") != nil || f.order("alice", "o") != nil {
 				t.Fatal("the claim was not released, or a business write landed")

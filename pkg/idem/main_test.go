@@ -3,7 +3,6 @@ package idem_test
 import (
 	"context"
 	"os"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,94 +16,6 @@ import (
 )
 
 func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
-
-// counting wraps the real client, counts calls per operation, and lets a test
-// put a fault in front of (or behind) any of them.
-type counting struct {
-	idem.DynamoDBAPI
-	mu    sync.Mutex
-	calls map[string]int
-	// before, if set, runs before each call and may fail it instead.
-	before func(op string) error
-	// afterTx, if set, runs after a TransactWriteItems that reached the
-	// engine and may replace its answer.
-	afterTx func(ctx context.Context, in *dynamodb.TransactWriteItemsInput, out *dynamodb.TransactWriteItemsOutput, err error) (*dynamodb.TransactWriteItemsOutput, error)
-}
-
-func (c *counting) count(op string) error {
-	c.mu.Lock()
-	if c.calls == nil {
-		c.calls = map[string]int{}
-	}
-	c.calls[op]++
-	before := c.before
-	c.mu.Unlock()
-	if before != nil {
-		return before(op)
-	}
-	return nil
-}
-
-func (c *counting) total() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, v := range c.calls {
-		n += v
-	}
-	return n
-}
-
-func (c *counting) get(op string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.calls[op]
-}
-
-func (c *counting) reset() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.calls = nil
-}
-
-func (c *counting) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	if err := c.count("PutItem"); err != nil {
-		return nil, err
-	}
-	return c.DynamoDBAPI.PutItem(ctx, in, o...)
-}
-
-func (c *counting) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	if err := c.count("GetItem"); err != nil {
-		return nil, err
-	}
-	return c.DynamoDBAPI.GetItem(ctx, in, o...)
-}
-
-func (c *counting) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	if err := c.count("UpdateItem"); err != nil {
-		return nil, err
-	}
-	return c.DynamoDBAPI.UpdateItem(ctx, in, o...)
-}
-
-func (c *counting) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	if err := c.count("DeleteItem"); err != nil {
-		return nil, err
-	}
-	return c.DynamoDBAPI.DeleteItem(ctx, in, o...)
-}
-
-func (c *counting) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	if err := c.count("TransactWriteItems"); err != nil {
-		return nil, err
-	}
-	out, err := c.DynamoDBAPI.TransactWriteItems(ctx, in, o...)
-	if c.afterTx != nil {
-		return c.afterTx(ctx, in, out, err)
-	}
-	return out, err
-}
 
 // clock is a settable time source shared by the holders in a test.
 type clock struct{ now atomic.Int64 }
@@ -122,7 +33,7 @@ func (c *clock) Advance(d time.Duration) { c.now.Add(int64(d)) }
 type fixture struct {
 	t        *testing.T
 	raw      *dynamodb.Client
-	db       *counting
+	db       *dynamotest.Counter
 	clock    *clock
 	table    string // the idempotency table
 	business string // a table shaped like OrdersTable for business writes
@@ -132,7 +43,7 @@ type fixture struct {
 func newFixture(t *testing.T, optFns ...func(*idem.Options)) *fixture {
 	t.Helper()
 	raw := dynamotest.Client(t)
-	f := &fixture{t: t, raw: raw, db: &counting{DynamoDBAPI: raw}, clock: newClock()}
+	f := &fixture{t: t, raw: raw, db: &dynamotest.Counter{API: raw}, clock: newClock()}
 	f.table = dynamotest.Table(t, raw, "IdempotencyTable")
 	f.business = dynamotest.Table(t, raw, "OrdersTable")
 	f.store = f.newStore(optFns...)

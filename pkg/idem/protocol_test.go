@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
@@ -42,8 +43,8 @@ func TestFirstCallRunsWorkAndCommitsInTwoCalls(t *testing.T) {
 	if res.Replayed || res.Response.StatusCode != 201 || runs.Load() != 1 {
 		t.Fatalf("got %+v after %d runs, want a fresh 201 after 1", res, runs.Load())
 	}
-	if got := f.db.total(); got != 2 || f.db.get("PutItem") != 1 || f.db.get("TransactWriteItems") != 1 {
-		t.Fatalf("calls = %v, want exactly PutItem and TransactWriteItems", f.db.calls)
+	if got := f.db.Total(); got != 2 || f.db.Get("PutItem") != 1 || f.db.Get("TransactWriteItems") != 1 {
+		t.Fatalf("calls = %v, want exactly PutItem and TransactWriteItems", f.db.Calls())
 	}
 	if f.order("alice", "o1") == nil {
 		t.Fatal("business write missing after commit")
@@ -61,7 +62,7 @@ func TestReplayReturnsStoredResponse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.db.reset()
+	f.db.Reset()
 	// Same request with other white space and member order: the same.
 	again, err := f.newStore().Do(context.Background(), req("alice", "k1", "{ \"b\": [1, 2],\n \"a\": 1 }"), f.createOrder("alice", "o1", &runs))
 	if err != nil {
@@ -74,8 +75,8 @@ func TestReplayReturnsStoredResponse(t *testing.T) {
 		again.Response.Header["Location"] != "/orders/o1" || again.Response.Header["Content-Type"] != "application/json" {
 		t.Fatalf("replay %+v differs from first response %+v", again.Response, first.Response)
 	}
-	if got := f.db.total(); got != 1 || f.db.get("PutItem") != 1 {
-		t.Fatalf("replay calls = %v, want exactly one PutItem and no read", f.db.calls)
+	if got := f.db.Total(); got != 1 || f.db.Get("PutItem") != 1 {
+		t.Fatalf("replay calls = %v, want exactly one PutItem and no read", f.db.Calls())
 	}
 }
 
@@ -166,7 +167,7 @@ func TestWaitingDuplicateReplaysOnceCompleted(t *testing.T) {
 	if !res.Replayed || string(res.Response.Body) != "held" {
 		t.Fatalf("waiter got %+v, want the holder's response replayed", res)
 	}
-	if f.db.get("GetItem") == 0 {
+	if f.db.Get("GetItem") == 0 {
 		t.Fatal("waiter never polled")
 	}
 }
@@ -190,7 +191,7 @@ func TestWaitingDuplicateGivesUpWithInProgress(t *testing.T) {
 // claimed, never committed, never released.
 func crashAfterClaim(t *testing.T, f *fixture, r idem.Request) {
 	t.Helper()
-	dead := &counting{DynamoDBAPI: f.raw, before: func(op string) error {
+	dead := &dynamotest.Counter{API: f.raw, Before: func(op string) error {
 		if op == "PutItem" {
 			return nil
 		}
@@ -516,7 +517,7 @@ func TestCommitWhoseAnswerWasLostSucceeds(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
-			f.db.afterTx = tc.after(f)
+			f.db.AfterTx = tc.after(f)
 			res, err := f.store.Do(context.Background(), req("alice", "k1", `{}`), f.createOrder("alice", "o1", nil))
 			if err != nil || res.Response.StatusCode != 201 || res.Replayed {
 				t.Fatalf("got %+v, %v; want the committed 201", res, err)
@@ -531,7 +532,7 @@ func TestCommitWhoseAnswerWasLostSucceeds(t *testing.T) {
 func TestTransactionConflictIsRetried(t *testing.T) {
 	f := newFixture(t)
 	var failed atomic.Bool
-	f.db.before = func(op string) error {
+	f.db.Before = func(op string) error {
 		if op == "TransactWriteItems" && !failed.Swap(true) {
 			return &types.TransactionCanceledException{
 				Message:             aws.String("conflict"),
@@ -544,14 +545,14 @@ func TestTransactionConflictIsRetried(t *testing.T) {
 	if err != nil || res.Response.StatusCode != 201 {
 		t.Fatalf("got %+v, %v; want the retried commit", res, err)
 	}
-	if f.db.get("TransactWriteItems") != 2 {
-		t.Fatalf("TransactWriteItems calls = %d, want 2", f.db.get("TransactWriteItems"))
+	if f.db.Get("TransactWriteItems") != 2 {
+		t.Fatalf("TransactWriteItems calls = %d, want 2", f.db.Get("TransactWriteItems"))
 	}
 }
 
 func TestUnknownCommitOutcomeReleasesWhenNothingLanded(t *testing.T) {
 	f := newFixture(t)
-	f.db.before = func(op string) error {
+	f.db.Before = func(op string) error {
 		if op == "TransactWriteItems" {
 			return errors.New("connection reset")
 		}

@@ -1,0 +1,115 @@
+package dynamotest
+
+import (
+	"context"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+// API is the part of the DynamoDB client that pkg/idem and the functions
+// call (the same method set as idem.DynamoDBAPI, plus the reads tests make).
+type API interface {
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+}
+
+// Counter wraps a client, counts its calls by operation, and lets a test
+// put a fault in front of any call or rewrite a transaction's answer.
+type Counter struct {
+	API
+	// Before, if set, runs before each call and may fail it instead.
+	Before func(op string) error
+	// AfterTx, if set, runs after a TransactWriteItems that reached the
+	// engine and may replace its answer.
+	AfterTx func(ctx context.Context, in *dynamodb.TransactWriteItemsInput, out *dynamodb.TransactWriteItemsOutput, err error) (*dynamodb.TransactWriteItemsOutput, error)
+
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (c *Counter) count(op string) error {
+	c.mu.Lock()
+	if c.calls == nil {
+		c.calls = map[string]int{}
+	}
+	c.calls[op]++
+	before := c.Before
+	c.mu.Unlock()
+	if before != nil {
+		return before(op)
+	}
+	return nil
+}
+
+// Calls returns the count of each operation so far.
+func (c *Counter) Calls() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.calls))
+	for k, v := range c.calls {
+		out[k] = v
+	}
+	return out
+}
+
+// Total is the number of calls so far.
+func (c *Counter) Total() int {
+	n := 0
+	for _, v := range c.Calls() {
+		n += v
+	}
+	return n
+}
+
+// Get is the number of calls of op so far.
+func (c *Counter) Get(op string) int { return c.Calls()[op] }
+
+// Reset forgets the counts.
+func (c *Counter) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls = nil
+}
+
+func (c *Counter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if err := c.count("PutItem"); err != nil {
+		return nil, err
+	}
+	return c.API.PutItem(ctx, in, o...)
+}
+
+func (c *Counter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	if err := c.count("GetItem"); err != nil {
+		return nil, err
+	}
+	return c.API.GetItem(ctx, in, o...)
+}
+
+func (c *Counter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if err := c.count("UpdateItem"); err != nil {
+		return nil, err
+	}
+	return c.API.UpdateItem(ctx, in, o...)
+}
+
+func (c *Counter) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	if err := c.count("DeleteItem"); err != nil {
+		return nil, err
+	}
+	return c.API.DeleteItem(ctx, in, o...)
+}
+
+func (c *Counter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	if err := c.count("TransactWriteItems"); err != nil {
+		return nil, err
+	}
+	out, err := c.API.TransactWriteItems(ctx, in, o...)
+	if c.AfterTx != nil {
+		return c.AfterTx(ctx, in, out, err)
+	}
+	return out, err
+}
