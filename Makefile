@@ -5,7 +5,7 @@ GO    ?= go
 # Runtime API), stripped.
 LAMBDA_FLAGS := CGO_ENABLED=0 GOOS=linux
 LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags='-s -w' -buildvcs=false
-FUNCTIONS    := charge order
+FUNCTIONS    := charge order orderstats
 HOST_ARCH    := $(shell $(GO) env GOARCH)
 
 .PHONY: help test vet run demo build invoke deps deploy clean
@@ -52,6 +52,8 @@ build-ChargeFunction:
 	$(LAMBDA_FLAGS) GOARCH=arm64 $(GO) build $(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/charge
 build-OrderFunction:
 	$(LAMBDA_FLAGS) GOARCH=arm64 $(GO) build $(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/order
+build-OrderStatsFunction:
+	$(LAMBDA_FLAGS) GOARCH=arm64 $(GO) build $(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/orderstats
 
 deploy:
 	sam build && sam deploy

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/dynamotest"
@@ -57,6 +60,7 @@ type invocation struct {
 	first, second int
 	replayed      bool   // the second answer carries Idempotent-Replayed
 	code          string // the error code of the first answer, if any
+	sqs           bool   // an SQS batch: no failures either time, one effect
 }
 
 // cases covers every file in events/, in this order: a PUT before the GET
@@ -71,6 +75,7 @@ var cases = []struct {
 	{"order-create.json", invocation{fn: "order", first: 201, second: 201, replayed: true}},
 	{"order-put.json", invocation{fn: "order", first: 201, second: 200}},
 	{"order-get.json", invocation{fn: "order", first: 200, second: 200}},
+	{"order-stats-sqs.json", invocation{fn: "orderstats", sqs: true}},
 }
 
 func TestEventFilesUnderTheRuntimeInterfaceEmulator(t *testing.T) {
@@ -137,6 +142,27 @@ func TestEventFilesUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 				t.Fatal(err)
 			}
 			rt := runtimes[c.want.fn]
+			if c.want.sqs {
+				for i := range 2 {
+					out, err := rt.Invoke(context.Background(), payload)
+					var resp events.SQSEventResponse
+					if err != nil || json.Unmarshal(out, &resp) != nil || len(resp.BatchItemFailures) != 0 {
+						t.Fatalf("delivery %d: %s, %v\nlogs:\n%s", i+1, out, err, rt.Logs())
+					}
+				}
+				// The file holds one change in two messages; delivered twice.
+				stats, err := db.GetItem(context.Background(), &dynamodb.GetItemInput{
+					TableName: aws.String(vars[stack.RefVar+"OrderStatsTable"]),
+					Key:       map[string]types.AttributeValue{"scope": &types.AttributeValueMemberS{Value: "user-demo-1"}},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n, _ := stats.Item["order_count"].(*types.AttributeValueMemberN); n == nil || n.Value != "1" {
+					t.Fatalf("stats %v: want the order counted once", stats.Item)
+				}
+				return
+			}
 			first, second := invoke(t, rt, payload), invoke(t, rt, payload)
 			if first.StatusCode != c.want.first || second.StatusCode != c.want.second {
 				t.Fatalf("statuses %d then %d, want %d then %d\n%s\nlogs:\n%s", first.StatusCode, second.StatusCode, c.want.first, c.want.second, first.Body, rt.Logs())

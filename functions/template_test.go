@@ -78,6 +78,12 @@ var needs = map[string]map[string][]string{
 		"IdempotencyTable": {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
 		"OrdersTable":      {"dynamodb:GetItem", "dynamodb:PutItem"},
 	},
+	"OrderStatsFunction": {
+		"IdempotencyTable": {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+		"OrderStatsTable":  {"dynamodb:UpdateItem"},
+		// What polling a queue takes, on its own queue only.
+		"OrderEventsQueue": {"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"},
+	},
 }
 
 func TestPoliciesGrantOnlyWhatTheCodeUses(t *testing.T) {
@@ -96,7 +102,9 @@ func TestPoliciesGrantOnlyWhatTheCodeUses(t *testing.T) {
 				}
 			}
 			for _, r := range st.Resources {
-				if strings.Contains(r, "*") {
+				// A log group's ARN ends in ":*", its streams: still one group.
+				logStreams := strings.Contains(r, ":log-group:/aws/lambda/") && strings.Count(r, "*") == 1 && strings.HasSuffix(r, ":*")
+				if strings.Contains(r, "*") && !logStreams {
 					t.Errorf("%s: wildcard resource %q", fn.LogicalID, r)
 				}
 				if table, ok := strings.CutPrefix(r, stack.GetAttPrefix); ok {
@@ -126,7 +134,9 @@ func TestPoliciesGrantOnlyWhatTheCodeUses(t *testing.T) {
 			}
 		}
 		for table := range granted {
-			grantedTables = append(grantedTables, table)
+			if strings.HasSuffix(table, "Table") {
+				grantedTables = append(grantedTables, table)
+			}
 		}
 		sort.Strings(named)
 		sort.Strings(grantedTables)

@@ -151,6 +151,21 @@ func Load(path string) (*Template, error) {
 				}
 			}
 		}
+		// A function with a role of its own has that role's policies only.
+		if f.Role != nil {
+			roleID, ok := strings.CutPrefix(*f.Role, GetAttPrefix)
+			role, found := tpl.GetAllIAMRoleResources()[strings.TrimSuffix(roleID, ".Arn")]
+			if !ok || !found {
+				return nil, fmt.Errorf("%s: Role %q is not a role of this template", id, *f.Role)
+			}
+			for _, p := range role.Policies {
+				doc, _ := p.PolicyDocument.(map[string]any)
+				sts, _ := doc["Statement"].([]any)
+				for _, st := range sts {
+					fn.Policies = append(fn.Policies, statement(st))
+				}
+			}
+		}
 		out.Functions = append(out.Functions, fn)
 	}
 	sort.Slice(out.Functions, func(i, j int) bool { return out.Functions[i].LogicalID < out.Functions[j].LogicalID })

@@ -1,0 +1,53 @@
+// Command orderstats is the Lambda function that consumes the order events
+// queue: each order created, as OrdersTable's stream publishes it through an
+// EventBridge pipe, is counted into its owner's stats exactly once, however
+// often it is delivered. Failed messages are reported back one by one
+// (ReportBatchItemFailures); after five receives SQS moves one to the
+// dead-letter queue.
+//
+// Configuration, read once here:
+//
+//	IDEMPOTENCY_TABLE, ORDER_STATS_TABLE   the tables (template.yaml sets them)
+//	DYNAMODB_ENDPOINT                      a local DynamoDB engine, for local runs
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/pkg/idem"
+)
+
+func main() {
+	if err := run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "orderstats:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context) error {
+	log := app.Logger()
+	_, db, err := app.AWS(ctx)
+	if err != nil {
+		return err
+	}
+	table, err := app.Env("ORDER_STATS_TABLE")
+	if err != nil {
+		return err
+	}
+	store, err := app.Store(db, log)
+	if err != nil {
+		return err
+	}
+	p := &projector{table: table}
+	handler, err := store.SQS(p.project, func(o *idem.SQSOptions) { o.Scope, o.Key, o.Logger = consumer, eventID, log })
+	if err != nil {
+		return err
+	}
+	lambda.Start(handler)
+	return nil
+}
