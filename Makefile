@@ -8,18 +8,20 @@ LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags='-s -w' -buildvcs=false
 FUNCTIONS    := charge order orderstats
 HOST_ARCH    := $(shell $(GO) env GOARCH)
 
-.PHONY: help test vet run demo build invoke deps deploy clean
+.PHONY: help test vet run demo model build invoke deps deploy clean
 
 help:
 	@echo "make run     the whole API on 127.0.0.1:3000: DynamoDB engine, provider simulator, functions under the Lambda RIE"
 	@echo "make demo    a guided walk through the guarantees, against make run's stack"
 	@echo "make test    go vet and every test, on a local engine the tests start themselves"
+	@echo "make model   check the protocol's Promela model with spin, with its negative controls"
 	@echo "make build   bootstrap binaries: bin/<fn>/bootstrap (host arch) and bin/arm64/<fn>/bootstrap"
 	@echo "make invoke  FN=charge EVENT=events/charge-create.json [TIMES=2]: run a bootstrap under the Lambda RIE against make run's stack"
 	@echo "make deploy  sam build && sam deploy"
 
 deps:
 	@local/ensure-moto.sh
+	@local/ensure-spin.sh
 
 vet:
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
@@ -33,6 +35,11 @@ run: deps build
 
 demo:
 	$(GO) run ./local/cmd/demo
+
+# The Promela model of the protocol, checked exhaustively by spin (also in make test).
+model:
+	@local/ensure-spin.sh
+	$(GO) test -count=1 -v -run TestModel ./pkg/idem/model
 
 FN     ?= charge
 EVENT  ?= events/charge-create.json

@@ -19,7 +19,8 @@ import (
 // compare-and-swap, so of two retries that both saw the lease lapse, one
 // wins, and the attempt count it writes is exact.
 //
-// model: pkg/idem/model mirrors these two conditions; change both together.
+// model: pkg/idem/model/idem.pml mirrors these two conditions (inline
+// claim); change both together.
 const (
 	condFresh    = "attribute_not_exists(pk) OR expires_at < :now_s"
 	condTakeover = condFresh + " OR (#status = :in_progress AND lease_token = :seen AND lease_until <= :now_ms AND fingerprint = :fp)"
@@ -146,7 +147,7 @@ func (s *Store) poll(ctx context.Context, pk string, until time.Time) (*record, 
 }
 
 // release gives the key up after a failure that committed nothing, so that a
-// retry runs the work again. It deletes the record only if it is still this
+// retry runs the work again (model: idem.pml's release mirrors it). It deletes the record only if it is still this
 // lease's claim; otherwise it reports the record it found instead. It runs
 // even when ctx is already done, since that is when a failure is likeliest.
 func (s *Store) release(ctx context.Context, l *lease) (released bool, found map[string]types.AttributeValue, err error) {

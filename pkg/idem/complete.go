@@ -156,7 +156,8 @@ func (s *Store) commit(ctx context.Context, l *lease, resp Response, writes []Wr
 
 // condCommit is the fence: only the holder of the current lease completes.
 //
-// model: pkg/idem/model mirrors this condition; change both together.
+// model: pkg/idem/model/idem.pml mirrors this condition (inline commit) and
+// settle below; change both together.
 const condCommit = "#status = :in_progress AND lease_token = :mine"
 
 // commitRecord completes the record alone: an operation with no business

@@ -228,6 +228,9 @@ type takeFunc func(old *record) (res Result, seen *record, done bool, err error)
 // decide is the protocol's decision on what the table holds, shared by Do
 // and DoAtomic: take the key when it is free, replay a completed request,
 // refuse another request's key, and answer or wait out one in progress.
+//
+// model: pkg/idem/model/idem.pml mirrors this decision ("decide:"); change
+// both together.
 func (s *Store) decide(ctx context.Context, pk string, req Request, log *slog.Logger, take takeFunc) (Result, error) {
 	var (
 		old       *record // what the table holds, as last seen; nil is nothing
