@@ -32,16 +32,13 @@ func (s *Store) DoAtomic(ctx context.Context, req Request, work Work) (Result, e
 		return Result{}, err
 	}
 	pk := recordPK(req.Scope, req.Key)
-	log := s.opts.Logger.With("scope", req.Scope, "key_hash", KeyHash(req.Scope, req.Key), "path", "atomic")
+	log := s.logger(ctx, req, "atomic")
 	var tx Tx
 	resp, err := work(ctx, &tx)
 	if err != nil {
 		return Result{}, err
 	}
-	respAV, err := encodeResponse(resp)
-	if err != nil {
-		return Result{}, err
-	}
+	respAV := encodeResponse(resp)
 	conflicts := 0
 	return s.decide(ctx, pk, req, log, func(old *record) (Result, *record, bool, error) {
 		for {
@@ -126,11 +123,7 @@ func (s *Store) commitAtomic(ctx context.Context, pk string, req Request, old *r
 		if err != nil {
 			return Result{}, nil, true, false, err
 		}
-		av, err := encodeResponse(decided)
-		if err != nil {
-			return Result{}, nil, true, false, err
-		}
-		put.Item[attrResponse] = av
+		put.Item[attrResponse] = encodeResponse(decided)
 		return s.putCompleted(ctx, pk, put, token, decided, log)
 	}
 	if onlyConflicts(reasons) {

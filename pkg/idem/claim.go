@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -90,10 +89,7 @@ func (s *Store) claimPut(pk string, req Request, old *record, d time.Duration) (
 	if takeover {
 		r.Attempts = old.Attempts + 1
 	}
-	item, err := attributevalue.MarshalMap(&r)
-	if err != nil {
-		return nil, "", fmt.Errorf("idem: encode record: %w", err)
-	}
+	item := r.item()
 	put := &types.Put{
 		TableName:                           &s.table,
 		Item:                                item,
@@ -178,8 +174,4 @@ func leaseValues(l *lease) map[string]types.AttributeValue {
 		":in_progress": &types.AttributeValueMemberS{Value: StatusInProgress},
 		":mine":        &types.AttributeValueMemberS{Value: l.token},
 	}
-}
-
-func number(n int64) *types.AttributeValueMemberN {
-	return &types.AttributeValueMemberN{Value: fmt.Sprint(n)}
 }

@@ -86,11 +86,7 @@ func (s *Store) run(ctx context.Context, l *lease, work Work) (res Result, err e
 // commit writes the writes and the completed record together, fenced on the
 // lease token.
 func (s *Store) commit(ctx context.Context, l *lease, resp Response, writes []Write) (Result, error) {
-	respAV, err := encodeResponse(resp)
-	if err != nil {
-		s.release(ctx, l)
-		return Result{}, err
-	}
+	respAV := encodeResponse(resp)
 	now := s.opts.Clock()
 	values := leaseValues(l)
 	values[":completed"] = &types.AttributeValueMemberS{Value: StatusCompleted}

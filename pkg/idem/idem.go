@@ -195,7 +195,7 @@ func (s *Store) Do(ctx context.Context, req Request, work Work) (Result, error) 
 		return Result{}, err
 	}
 	pk := recordPK(req.Scope, req.Key)
-	log := s.opts.Logger.With("scope", req.Scope, "key_hash", KeyHash(req.Scope, req.Key))
+	log := s.logger(ctx, req, "claim")
 	return s.decide(ctx, pk, req, log, func(old *record) (Result, *record, bool, error) {
 		l, seen, err := s.claim(ctx, pk, req, old)
 		if err != nil || l == nil {
@@ -274,6 +274,14 @@ func (s *Store) decide(ctx context.Context, pk string, req Request, log *slog.Lo
 			return Result{}, err
 		}
 	}
+}
+
+// logger is the per-request logger, built only if something will log.
+func (s *Store) logger(ctx context.Context, req Request, path string) *slog.Logger {
+	if !s.opts.Logger.Enabled(ctx, slog.LevelWarn) {
+		return s.opts.Logger
+	}
+	return s.opts.Logger.With("scope", req.Scope, "key_hash", KeyHash(req.Scope, req.Key), "path", path)
 }
 
 func (s *Store) inProgress(log *slog.Logger, old *record, now time.Time) error {

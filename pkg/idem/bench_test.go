@@ -1,0 +1,173 @@
+package idem_test
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkeys/idem/pkg/idem"
+)
+
+// memory is an in-memory stand-in for DynamoDB that answers the library's
+// own calls as DynamoDB would for them (a claim on a completed record fails
+// and returns it; a commit completes the record), and nothing more. It
+// isolates the library's CPU and allocations from the network: it is for
+// benchmarks only; every behaviour is tested against the local engine.
+type memory struct {
+	mu    sync.Mutex
+	items map[string]map[string]types.AttributeValue
+}
+
+func pkOf(item map[string]types.AttributeValue) string {
+	return item[idem.AttrPK].(*types.AttributeValueMemberS).Value
+}
+
+func (m *memory) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old, ok := m.items[pkOf(in.Item)]; ok {
+		return nil, &types.ConditionalCheckFailedException{Item: old}
+	}
+	m.items[pkOf(in.Item)] = in.Item
+	return &dynamodb.PutItemOutput{}, nil
+}
+
+func (m *memory) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return &dynamodb.GetItemOutput{Item: m.items[pkOf(in.Key)]}, nil
+}
+
+func (m *memory) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	m.complete(in.Key, in.ExpressionAttributeValues)
+	return &dynamodb.UpdateItemOutput{}, nil
+}
+
+func (m *memory) DeleteItem(_ context.Context, in *dynamodb.DeleteItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.items, pkOf(in.Key))
+	return &dynamodb.DeleteItemOutput{}, nil
+}
+
+func (m *memory) TransactWriteItems(_ context.Context, in *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	first := in.TransactItems[0]
+	switch {
+	case first.Update != nil: // Do's commit
+		m.complete(first.Update.Key, first.Update.ExpressionAttributeValues)
+	case first.Put != nil: // DoAtomic's completed record
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if old, ok := m.items[pkOf(first.Put.Item)]; ok {
+			reasons := make([]types.CancellationReason, len(in.TransactItems))
+			reasons[0] = types.CancellationReason{Code: aws.String("ConditionalCheckFailed"), Item: old}
+			for i := 1; i < len(reasons); i++ {
+				reasons[i].Code = aws.String("None")
+			}
+			return nil, &types.TransactionCanceledException{CancellationReasons: reasons}
+		}
+		m.items[pkOf(first.Put.Item)] = first.Put.Item
+	}
+	return &dynamodb.TransactWriteItemsOutput{}, nil
+}
+
+func (m *memory) complete(key, values map[string]types.AttributeValue) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	item := m.items[pkOf(key)]
+	done := make(map[string]types.AttributeValue, len(item)+2)
+	for k, v := range item {
+		done[k] = v
+	}
+	done["status"] = values[":completed"]
+	done["response"] = values[":response"]
+	done["expires_at"] = values[":expires_at"]
+	m.items[pkOf(key)] = done
+}
+
+func benchStore(b *testing.B) *idem.Store {
+	s, err := idem.New(&memory{items: map[string]map[string]types.AttributeValue{}}, "bench-table")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+const benchBody = `{"items":[{"sku":"tea","quantity":2},{"sku":"cake","quantity":1}],"note":"green, no sugar"}`
+
+func benchWork(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+	tx.Add(types.TransactWriteItem{Put: &types.Put{
+		TableName: aws.String("orders"),
+		Item: map[string]types.AttributeValue{
+			"scope":    &types.AttributeValueMemberS{Value: "alice"},
+			"order_id": &types.AttributeValueMemberS{Value: "ord_1"},
+			"note":     &types.AttributeValueMemberS{Value: "green, no sugar"},
+		},
+		ConditionExpression: aws.String("attribute_not_exists(order_id)"),
+	}}, nil)
+	return idem.Response{StatusCode: 201, Header: map[string]string{"Content-Type": "application/json", "Location": "/orders/ord_1"}, Body: []byte(`{"id":"ord_1","status":"created"}`)}, nil
+}
+
+func benchmarkPath(b *testing.B, atomic, replay bool) {
+	s := benchStore(b)
+	do := s.Do
+	if atomic {
+		do = s.DoAtomic
+	}
+	fp, _ := idem.Fingerprint("POST", "/orders", []byte(benchBody), true)
+	ctx := context.Background()
+	if replay {
+		do(ctx, idem.Request{Scope: "alice", Key: "k", Fingerprint: fp}, benchWork)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		key := "k"
+		if !replay {
+			key = "k" + strconv.Itoa(i)
+		}
+		res, err := do(ctx, idem.Request{Scope: "alice", Key: key, Fingerprint: fp}, benchWork)
+		if err != nil || res.Replayed != replay {
+			b.Fatalf("%+v, %v", res, err)
+		}
+	}
+}
+
+func BenchmarkFirstRequest(b *testing.B)       { benchmarkPath(b, false, false) }
+func BenchmarkReplay(b *testing.B)             { benchmarkPath(b, false, true) }
+func BenchmarkFirstRequestAtomic(b *testing.B) { benchmarkPath(b, true, false) }
+func BenchmarkReplayAtomic(b *testing.B)       { benchmarkPath(b, true, true) }
+
+func BenchmarkFingerprint(b *testing.B) {
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := idem.Fingerprint("POST", "/orders", []byte(benchBody), true); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkHTTPFirstRequest is the whole adapter: scope, key, fingerprint,
+// claim, work, commit, response.
+func BenchmarkHTTPFirstRequest(b *testing.B) {
+	h := benchStore(b).HTTP(func(ctx context.Context, req events.APIGatewayV2HTTPRequest, tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
+		resp, err := benchWork(ctx, tx)
+		return events.APIGatewayV2HTTPResponse{StatusCode: resp.StatusCode, Headers: resp.Header, Body: string(resp.Body)}, err
+	})
+	req := apiRequest("alice", map[string]string{"content-type": "application/json"}, benchBody)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		req.Headers["idempotency-key"] = "k" + strconv.Itoa(i)
+		if resp, _ := h(ctx, req); resp.StatusCode != 201 {
+			b.Fatalf("%d %s", resp.StatusCode, resp.Body)
+		}
+	}
+}

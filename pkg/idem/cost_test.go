@@ -1,0 +1,76 @@
+package idem_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/idemkeys/idem/local/dynamotest"
+	"github.com/idemkeys/idem/pkg/idem"
+)
+
+// TestCostPerRequest prices each outcome in DynamoDB calls (asserted: they
+// are exact) and capacity units (computed by DynamoDB's rules, printed for
+// BENCHMARKS.md). The work writes one order item, as POST /orders does.
+func TestCostPerRequest(t *testing.T) {
+	type outcome struct {
+		name  string
+		calls int
+		setup func(f *fixture, s *idem.Store) (release func())
+		req   idem.Request
+	}
+	same := req("alice", "k1", `{"sku":"tea"}`)
+	outcomes := []outcome{
+		{"first request", 0, nil, same},
+		{"replay", 1, func(f *fixture, s *idem.Store) func() {
+			f.store.Do(context.Background(), same, f.createOrder("alice", "o0", nil))
+			return func() {}
+		}, same},
+		{"409 in progress", 1, func(f *fixture, s *idem.Store) func() { return holdKey(f.t, f.store, same) }, same},
+		{"422 other request", 1, func(f *fixture, s *idem.Store) func() {
+			f.store.Do(context.Background(), same, f.createOrder("alice", "o0", nil))
+			return func() {}
+		}, req("alice", "k1", `{"sku":"coffee"}`)},
+	}
+	paths := []struct {
+		name       string
+		firstCalls int
+		do         func(s *idem.Store) func(context.Context, idem.Request, idem.Work) (idem.Result, error)
+	}{
+		{"Do (claim, then commit)", 2, func(s *idem.Store) func(context.Context, idem.Request, idem.Work) (idem.Result, error) { return s.Do }},
+		{"DoAtomic (one transaction)", 1, func(s *idem.Store) func(context.Context, idem.Request, idem.Work) (idem.Result, error) {
+			return s.DoAtomic
+		}},
+	}
+	var table strings.Builder
+	fmt.Fprintln(&table, "| path | outcome | calls | WCU | RCU | GetItem |")
+	fmt.Fprintln(&table, "|---|---|---|---|---|---|")
+	for _, p := range paths {
+		for _, o := range outcomes {
+			t.Run(p.name+"/"+o.name, func(t *testing.T) {
+				f := newFixture(t)
+				meter := &dynamotest.Meter{API: f.raw, Size: idem.ItemSize}
+				counter := &dynamotest.Counter{API: meter}
+				s, err := idem.New(counter, f.table, func(o *idem.Options) { o.Clock = f.clock.Now })
+				if err != nil {
+					t.Fatal(err)
+				}
+				if o.setup != nil {
+					defer o.setup(f, s)()
+				}
+				p.do(s)(context.Background(), o.req, f.createOrder("alice", "o1", nil))
+				want := o.calls
+				if want == 0 {
+					want = p.firstCalls
+				}
+				u := meter.Usage()
+				if u.Calls != want || counter.Get("GetItem") != 0 {
+					t.Fatalf("%d calls %v, want %d and no GetItem", u.Calls, counter.Calls(), want)
+				}
+				fmt.Fprintf(&table, "| %s | %s | %d | %g | %g | %d |\n", p.name, o.name, u.Calls, u.WCU, u.RCU, counter.Get("GetItem"))
+			})
+		}
+	}
+	t.Logf("cost per request:\n%s", table.String())
+}
