@@ -5,6 +5,7 @@ package dynamo
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"io"
@@ -44,21 +45,40 @@ type Engine struct {
 	exited   chan struct{}
 }
 
+// serve is moto's server with its item operations made atomic to each other
+// (see the file): moto alone loses committed writes when a concurrent
+// transaction is cancelled.
+//
+//go:embed moto_serve.py
+var serve []byte
+
 // Start starts moto's server on a free loopback port and waits until it
 // answers. Its output goes to logw. The server is killed by Stop, and by the
 // kernel if this process dies first, so that no test run leaves it behind.
 func Start(ctx context.Context, logw io.Writer) (*Engine, error) {
-	bin, err := exec.LookPath("moto_server")
+	if _, err := exec.LookPath("moto_server"); err != nil {
+		return nil, ErrNoEngine
+	}
+	python, err := exec.LookPath("python3")
 	if err != nil {
 		return nil, ErrNoEngine
 	}
+	script, err := os.CreateTemp("", "moto-serve-*.py")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(script.Name()) // python has read it once it answers
+	if _, err := script.Write(serve); err != nil {
+		return nil, err
+	}
+	script.Close()
 	var lastErr error
 	for range 3 { // a free port can be taken between choosing and binding it
 		port, err := freePort()
 		if err != nil {
 			return nil, err
 		}
-		e, err := startOn(ctx, bin, port, logw)
+		e, err := startOn(ctx, python, script.Name(), port, logw)
 		if err == nil {
 			return e, nil
 		}
@@ -67,8 +87,8 @@ func Start(ctx context.Context, logw io.Writer) (*Engine, error) {
 	return nil, lastErr
 }
 
-func startOn(ctx context.Context, bin string, port int, logw io.Writer) (*Engine, error) {
-	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+func startOn(ctx context.Context, python, script string, port int, logw io.Writer) (*Engine, error) {
+	cmd := exec.Command(python, script, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
 	cmd.Stdout, cmd.Stderr = logw, logw
 	cmd.SysProcAttr = proc.Attr()
 	if err := cmd.Start(); err != nil {
