@@ -8,13 +8,14 @@ LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags='-s -w' -buildvcs=false
 FUNCTIONS    := charge order orderstats
 HOST_ARCH    := $(shell $(GO) env GOARCH)
 
-.PHONY: help test vet run demo model build invoke deps deploy clean
+.PHONY: help test vet run demo model bench build invoke deps deploy clean
 
 help:
 	@echo "make run     the whole API on 127.0.0.1:3000: DynamoDB engine, provider simulator, functions under the Lambda RIE"
 	@echo "make demo    a guided walk through the guarantees, against make run's stack"
 	@echo "make test    go vet and every test, on a local engine the tests start themselves"
 	@echo "make model   check the protocol's Promela model with spin, with its negative controls"
+	@echo "make bench   every figure of BENCHMARKS.md, into bin/bench/"
 	@echo "make build   bootstrap binaries: bin/<fn>/bootstrap (host arch) and bin/arm64/<fn>/bootstrap"
 	@echo "make invoke  FN=charge EVENT=events/charge-create.json [TIMES=2]: run a bootstrap under the Lambda RIE against make run's stack"
 	@echo "make deploy  sam build && sam deploy"
@@ -35,6 +36,20 @@ run: deps build
 
 demo:
 	$(GO) run ./local/cmd/demo
+
+# Every figure of BENCHMARKS.md, into bin/bench/ (a few minutes on two cores).
+bench: deps build
+	@mkdir -p bin/bench
+	@echo "• library overhead in process (6 runs each)"
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pkg/idem | tee bin/bench/inprocess.txt
+	@echo "• calls and capacity per request"
+	$(GO) test -count=1 -run 'TestCostPerRequest$$' -v ./pkg/idem | grep '^ *|' | sed 's/^ *//' | tee bin/bench/cost.md
+	@echo "• cold start and size"
+	BENCH_OUT=$(CURDIR)/bin/bench/coldstart.md $(GO) test -count=1 -run 'TestColdStart$$' ./local/rie
+	@for fn in $(FUNCTIONS); do ls -l bin/arm64/$$fn/bootstrap | awk -v f=$$fn '{printf "%s linux/arm64 stripped: %.1f MB\n", f, $$5/1e6}'; done | tee bin/bench/sizes.txt
+	@echo "• the order handler under load on the local engine: plain, Do, DoAtomic"
+	LOAD_REQUESTS=10000 LOAD_SWEEP=1 BENCH_OUT=$(CURDIR)/bin/bench/load.md $(GO) test -count=1 -timeout 60m -run 'TestLoad$$' ./functions/order
+	@cat bin/bench/coldstart.md bin/bench/load.md
 
 # The Promela model of the protocol, checked exhaustively by spin (also in make test).
 model:

@@ -75,14 +75,16 @@ func TestLoad(t *testing.T) {
 		fmt.Fprintf(&report, "| %s | %.0f | %.1f | %.1f | %s | %d | %d |\n", v, res.throughput(), res.pct(50), res.pct(99), spread, res.orders, res.ops)
 	}
 	if os.Getenv("LOAD_SWEEP") != "" {
-		fmt.Fprintf(&report, "\nDo, 1000 requests, by concurrent clients:\n\n| clients | requests/s | p50 ms | p99 ms |\n|---|---|---|---|\n")
+		fmt.Fprintf(&report, "\nDo, 600 requests, by concurrent clients:\n\n| clients | requests/s | p50 ms | p99 ms |\n|---|---|---|---|\n")
 		for _, c := range []int{1, 8, 32, 128} {
-			res := runLoad(t, "Do", newPlan(1000, 0.2, 9), c, 0)
+			res := runLoad(t, "Do", newPlan(600, 0.2, 9), c, 0)
 			fmt.Fprintf(&report, "| %d | %.0f | %.1f | %.1f |\n", c, res.throughput(), res.pct(50), res.pct(99))
 		}
-		fmt.Fprintf(&report, "\nDo, 1000 requests, 32 clients, by records already in the idempotency table:\n\n| records | requests/s | p50 ms | p99 ms |\n|---|---|---|---|\n")
-		for _, size := range []int{1000, 10000, 100000} {
-			res := runLoad(t, "Do", newPlan(1000, 0.2, 10), 32, size)
+		// Not 100k: moto copies every table a transaction touches, so past
+		// 10k records the engine's copy is all that would be measured.
+		fmt.Fprintf(&report, "\nDo, 400 requests, 32 clients, by records already in the idempotency table:\n\n| records | requests/s | p50 ms | p99 ms |\n|---|---|---|---|\n")
+		for _, size := range []int{0, 1000, 10000} {
+			res := runLoad(t, "Do", newPlan(400, 0.2, 10), 32, size)
 			fmt.Fprintf(&report, "| %d | %.0f | %.1f | %.1f |\n", size, res.throughput(), res.pct(50), res.pct(99))
 		}
 	}

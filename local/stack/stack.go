@@ -336,7 +336,7 @@ func ReadEnv(path string) (map[string]string, error) {
 
 // Build builds every function's bootstrap into dir/<fn>/bootstrap, from the
 // package its Makefile target names, as Lambda runs it: Linux, no cgo,
-// -tags lambda.norpc. The host architecture keeps the binaries runnable here
+// -tags lambda.norpc, stripped. The host architecture keeps the binaries runnable here
 // and shares the build cache with tests; make build makes the arm64 ones.
 func (t *Template) Build(dir string) error {
 	for _, fn := range t.Functions {
@@ -344,7 +344,7 @@ func (t *Template) Build(dir string) error {
 			return fmt.Errorf("%s: the Makefile has no build-%s target", fn.LogicalID, fn.LogicalID)
 		}
 		out := filepath.Join(dir, filepath.Base(fn.Package), "bootstrap")
-		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", out, fn.Package)
+		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", out, fn.Package)
 		cmd.Dir, cmd.Env = t.Dir, append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
 		if b, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("build %s: %v\n%s", fn.Package, err, b)

@@ -1,0 +1,99 @@
+package rie_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemkeys/idem/local/dynamo"
+	"github.com/idemkeys/idem/local/rie"
+	"github.com/idemkeys/idem/local/stack"
+)
+
+// TestColdStart measures each function's cold start under the emulator,
+// from starting the process to the first response (an unrouted request,
+// answered without DynamoDB), ten times each, beside the smallest Go Lambda.
+// It asserts only that every start answers; BENCH_OUT receives the table
+// for BENCHMARKS.md.
+func TestColdStart(t *testing.T) {
+	path, err := dynamo.FindTemplate(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := stack.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	if err := tpl.Build(bin); err != nil {
+		t.Fatal(err)
+	}
+	emulator, err := rie.Binary(filepath.Dir(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The smallest Go Lambda, as the baseline: what the emulator and the Go
+	// runtime cost before any code of ours runs.
+	hello := filepath.Join(bin, "hello", "bootstrap")
+	build := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", hello, "./local/rie/testdata/hello")
+	build.Dir, build.Env = tpl.Dir, append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	fns := append([]stack.Function{{LogicalID: "baseline: lambda.Start, nothing else", Package: "./hello"}}, tpl.Functions...)
+	const starts = 10
+	table := "| function | bootstrap (linux/amd64, stripped) | process start to first response, median of 10 | over the baseline |\n|---|---|---|---|\n"
+	base := 0.0
+	for _, fn := range fns {
+		refs := map[string]string{}
+		for _, v := range fn.Env {
+			if target, ok := strings.CutPrefix(v, stack.RefPrefix); ok {
+				refs[target] = "cold-start-" + target
+			}
+		}
+		env, err := fn.LocalEnv(refs, map[string]string{"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+			"DYNAMODB_ENDPOINT": "http://127.0.0.1:9", "PROVIDER_BASE_URL": "http://127.0.0.1:9", "PROVIDER_SECRET_KEY": "sk"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wall []float64
+		for range starts {
+			start := time.Now()
+			rt, err := rie.Start(context.Background(), emulator, fn.Bootstrap(bin), rie.Options{Env: env})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = rt.Invoke(context.Background(), []byte(`{"routeKey":"GET /cold-start","Records":[]}`))
+			wall = append(wall, float64(time.Since(start))/float64(time.Millisecond))
+			logs := rt.Logs()
+			rt.Stop()
+			if err != nil && !os.IsTimeout(err) {
+				t.Fatalf("%s: %v\n%s", fn.LogicalID, err, logs)
+			}
+		}
+		info, err := os.Stat(fn.Bootstrap(bin))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if base == 0 {
+			base = median(wall)
+		}
+		table += fmt.Sprintf("| %s | %.1f MB | %.1f ms | %+.1f ms |\n", fn.LogicalID, float64(info.Size())/1e6, median(wall), median(wall)-base)
+	}
+	t.Log("\n" + table)
+	if out := os.Getenv("BENCH_OUT"); out != "" {
+		os.WriteFile(out, []byte(table), 0o644)
+	}
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
