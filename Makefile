@@ -8,7 +8,7 @@ LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags='-s -w' -buildvcs=false
 FUNCTIONS    := charge order orderstats
 HOST_ARCH    := $(shell $(GO) env GOARCH)
 
-.PHONY: help test vet run demo model bench build invoke deps deploy clean
+.PHONY: help test vet fuzz soak run demo model bench build invoke deps deploy clean
 
 help:
 	@echo "make run     the whole API on 127.0.0.1:3000: DynamoDB engine, provider simulator, functions under the Lambda RIE"
@@ -16,6 +16,7 @@ help:
 	@echo "make test    go vet and every test, on a local engine the tests start themselves"
 	@echo "make model   check the protocol's Promela model with spin, with its negative controls"
 	@echo "make bench   every figure of BENCHMARKS.md, into bin/bench/"
+	@echo "make soak    the race storm at 1000 operations and long fuzz runs (RELIABILITY.md)"
 	@echo "make build   bootstrap binaries: bin/<fn>/bootstrap (host arch) and bin/arm64/<fn>/bootstrap"
 	@echo "make invoke  FN=charge EVENT=events/charge-create.json [TIMES=2]: run a bootstrap under the Lambda RIE against make run's stack"
 	@echo "make deploy  sam build && sam deploy"
@@ -30,6 +31,19 @@ vet:
 
 test: deps vet
 	$(GO) test -count=1 -timeout 15m ./...
+	@$(MAKE) --no-print-directory fuzz
+
+# A short run of each fuzz target (seeds in pkg/idem/testdata/fuzz); make soak runs them longer.
+FUZZTIME ?= 5s
+fuzz:
+	@for f in FuzzCanonicalJSON FuzzParseKeyHeader FuzzHTTPAdapter; do \
+	  $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./pkg/idem || exit 1; \
+	done
+
+# The long runs: the race storm at 1000 logical operations, fuzzing for 2 minutes each.
+soak: deps
+	STORM_OPS=1000 $(GO) test -count=1 -timeout 30m -run 'TestRaceStorm$$' -v ./functions/charge
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=2m
 
 run: deps build
 	$(GO) run ./local/cmd/run
@@ -38,6 +52,9 @@ demo:
 	$(GO) run ./local/cmd/demo
 
 # Every figure of BENCHMARKS.md, into bin/bench/ (a few minutes on two cores).
+# moto copies every table a transaction touches, so the load run is kept to
+# 3000 requests on it; LOAD_REQUESTS=10000 against DynamoDB Local.
+LOAD_REQUESTS ?= 3000
 bench: deps build
 	@mkdir -p bin/bench
 	@echo "• library overhead in process (6 runs each)"
@@ -48,7 +65,7 @@ bench: deps build
 	BENCH_OUT=$(CURDIR)/bin/bench/coldstart.md $(GO) test -count=1 -run 'TestColdStart$$' ./local/rie
 	@for fn in $(FUNCTIONS); do ls -l bin/arm64/$$fn/bootstrap | awk -v f=$$fn '{printf "%s linux/arm64 stripped: %.1f MB\n", f, $$5/1e6}'; done | tee bin/bench/sizes.txt
 	@echo "• the order handler under load on the local engine: plain, Do, DoAtomic"
-	LOAD_REQUESTS=10000 LOAD_SWEEP=1 BENCH_OUT=$(CURDIR)/bin/bench/load.md $(GO) test -count=1 -timeout 60m -run 'TestLoad$$' ./functions/order
+	LOAD_REQUESTS=$(LOAD_REQUESTS) LOAD_SWEEP=1 BENCH_OUT=$(CURDIR)/bin/bench/load.md $(GO) test -count=1 -timeout 60m -run 'TestLoad$$' ./functions/order
 	@cat bin/bench/coldstart.md bin/bench/load.md
 
 # The Promela model of the protocol, checked exhaustively by spin (also in make test).

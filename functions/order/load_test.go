@@ -80,11 +80,11 @@ func TestLoad(t *testing.T) {
 			res := runLoad(t, "Do", newPlan(600, 0.2, 9), c, 0)
 			fmt.Fprintf(&report, "| %d | %.0f | %.1f | %.1f |\n", c, res.throughput(), res.pct(50), res.pct(99))
 		}
-		// Not 100k: moto copies every table a transaction touches, so past
-		// 10k records the engine's copy is all that would be measured.
-		fmt.Fprintf(&report, "\nDo, 400 requests, 32 clients, by records already in the idempotency table:\n\n| records | requests/s | p50 ms | p99 ms |\n|---|---|---|---|\n")
-		for _, size := range []int{0, 1000, 10000} {
-			res := runLoad(t, "Do", newPlan(400, 0.2, 10), 32, size)
+		// Not 10k or 100k: moto copies every table a transaction touches,
+		// so past a few thousand records its copy is all that is measured.
+		fmt.Fprintf(&report, "\nDo, 300 requests, 32 clients, by records already in the idempotency table:\n\n| records | requests/s | p50 ms | p99 ms |\n|---|---|---|---|\n")
+		for _, size := range []int{0, 1000, 3000} {
+			res := runLoad(t, "Do", newPlan(300, 0.2, 10), 32, size)
 			fmt.Fprintf(&report, "| %d | %.0f | %.1f | %.1f |\n", size, res.throughput(), res.pct(50), res.pct(99))
 		}
 	}

@@ -48,6 +48,9 @@ type Server struct {
 // concurrency: concurrent requests run in different processes and race on
 // DynamoDB as they would deployed.
 func New(emulator string, fns []Function, auth *Authorizer, concurrency int, log *slog.Logger) *Server {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	s := &Server{auth: auth, log: log, owner: map[stack.Route]*pool{}}
 	for _, f := range fns {
 		p := &pool{name: f.Def.LogicalID, emulator: emulator, bootstrap: f.Bootstrap, env: f.Env,

@@ -20,6 +20,7 @@ import (
 
 	"github.com/idemkeys/idem/local/api"
 	"github.com/idemkeys/idem/local/dynamo"
+	"github.com/idemkeys/idem/local/faultproxy"
 	"github.com/idemkeys/idem/local/provider"
 	"github.com/idemkeys/idem/local/rie"
 	"github.com/idemkeys/idem/local/stack"
@@ -41,8 +42,11 @@ type Options struct {
 	ProviderAddr string // "127.0.0.1:12111"
 	Lease        string // IDEM_LEASE for the functions ("3s": demonstrations wait less)
 	Concurrency  int    // execution environments per function (4)
-	Progress     io.Writer
-	Log          *slog.Logger
+	// FaultProxy puts a faultproxy between the functions and the engine,
+	// for tests that hold or break their DynamoDB calls.
+	FaultProxy bool
+	Progress   io.Writer
+	Log        *slog.Logger
 }
 
 // Stack is a running local stack.
@@ -53,6 +57,7 @@ type Stack struct {
 	Sim                           *provider.Simulator
 	Auth                          *api.Authorizer
 	API                           *api.Server
+	Faults                        *faultproxy.Proxy // with Options.FaultProxy
 	Vars                          map[string]string // what stack.EnvFile holds
 	closers                       []func()
 }
@@ -104,6 +109,18 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	db := dynamo.NewClient(endpoint)
 	s.Vars = map[string]string{dynamo.EndpointEnv: endpoint, "IDEM_LEASE": o.Lease}
+	if o.FaultProxy {
+		if s.Faults, err = faultproxy.New(endpoint); err != nil {
+			return nil, err
+		}
+		proxyURL, stop, err := serve("127.0.0.1:0", s.Faults)
+		if err != nil {
+			return nil, err
+		}
+		s.closers = append(s.closers, stop)
+		s.Vars[dynamo.EndpointEnv] = proxyURL
+		step("fault proxy in front of the engine at %s", proxyURL)
+	}
 	for _, t := range tables {
 		name := o.TablePrefix + t.LogicalID
 		if err := t.Create(ctx, db, name); err != nil {

@@ -95,6 +95,7 @@ type Simulator struct {
 	log    *slog.Logger
 
 	mu      sync.Mutex
+	pending int // create requests being served now
 	intents map[string]*PaymentIntent
 	keys    map[string]*stored
 	faults  []Fault
@@ -124,6 +125,14 @@ func (s *Simulator) Effects() []Effect {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Effect(nil), s.effects...)
+}
+
+// Pending is the number of create requests being served now (a delayed one
+// included).
+func (s *Simulator) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pending
 }
 
 // Reset forgets every intent, key, fault and effect.
@@ -186,6 +195,14 @@ func (s *Simulator) nextFault() (Fault, bool) {
 }
 
 func (s *Simulator) create(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.pending++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.pending--
+		s.mu.Unlock()
+	}()
 	if err := r.ParseForm(); err != nil {
 		writeJSON(w, http.StatusBadRequest, apiError("invalid_request_error", "", "Invalid form body"))
 		return

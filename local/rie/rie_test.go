@@ -4,35 +4,22 @@ import (
 	"context"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/proc"
 	"github.com/idemkeys/idem/local/rie"
-	"github.com/idemkeys/idem/local/stack"
+	"github.com/idemkeys/idem/local/stack/stacktest"
 )
 
 // TestStopKillsTheFunctionProcess checks what the crash tests rely on: the
 // emulator starts the function in its own process group, and Stop must still
 // kill the function, not just the emulator.
 func TestStopKillsTheFunctionProcess(t *testing.T) {
-	path, err := dynamo.FindTemplate(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpl, err := stack.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := t.TempDir()
-	if err := tpl.Build(bin); err != nil {
-		t.Fatal(err)
-	}
-	emulator, err := rie.Binary(filepath.Dir(path))
+	tpl, bin := stacktest.Built(t)
+	emulator, err := rie.Binary(tpl.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}

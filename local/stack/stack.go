@@ -357,3 +357,22 @@ func (t *Template) Build(dir string) error {
 func (f *Function) Bootstrap(dir string) string {
 	return filepath.Join(dir, filepath.Base(f.Package), "bootstrap")
 }
+
+// Project loads the template.yaml of the project around the working
+// directory (found in it or a parent).
+func Project() (*Template, error) {
+	dir, err := filepath.Abs(".")
+	if err != nil {
+		return nil, err
+	}
+	for {
+		p := filepath.Join(dir, "template.yaml")
+		if _, err := os.Stat(p); err == nil {
+			return Load(p)
+		}
+		if filepath.Dir(dir) == dir {
+			return nil, fmt.Errorf("template.yaml not found in this directory or any parent")
+		}
+		dir = filepath.Dir(dir)
+	}
+}

@@ -4,16 +4,11 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/stack"
 )
 
 func TestLoadResolvesGlobalsRefsAndBuildTargets(t *testing.T) {
-	path, err := dynamo.FindTemplate(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpl, err := stack.Load(path)
+	tpl, err := stack.Project()
 	if err != nil {
 		t.Fatal(err)
 	}

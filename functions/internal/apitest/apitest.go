@@ -18,20 +18,13 @@ import (
 	"github.com/idemkeys/idem/local/apigw"
 	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/stack"
+	"github.com/idemkeys/idem/local/stack/stacktest"
 )
 
 // Function loads the template and returns the function with logicalID.
 func Function(t testing.TB, logicalID string) *stack.Function {
 	t.Helper()
-	path, err := dynamo.FindTemplate(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpl, err := stack.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fn, err := tpl.Function(logicalID)
+	fn, err := stacktest.Project(t).Function(logicalID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,153 @@
+// Package faultproxy stands between a DynamoDB client and a local engine
+// on loopback and injects faults into chosen operations: throttling, server
+// errors, latency, a connection reset before the request reaches the engine,
+// and a request that reaches it (and commits) whose answer is then dropped.
+//
+// It is HTTP-aware because the faults that matter are per operation (only
+// TransactWriteItems, say) and some happen after the engine acted, which a
+// TCP-level proxy such as toxiproxy cannot express.
+package faultproxy
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Kind is what a fault does.
+type Kind int
+
+const (
+	// Throttle answers DynamoDB's ThrottlingException (400): the SDK retries.
+	Throttle Kind = iota
+	// ServerError answers InternalServerError (500): the SDK retries.
+	ServerError
+	// Latency holds the request for Delay, then forwards it.
+	Latency
+	// ResetBefore closes the connection without forwarding: nothing happened.
+	ResetBefore
+	// CommitThenDrop forwards the request, lets the engine act on it, then
+	// closes the connection instead of answering: it happened, and the
+	// client does not know.
+	CommitThenDrop
+)
+
+// Fault applies to the next Times calls of Op ("TransactWriteItems"; ""
+// for any operation).
+type Fault struct {
+	Op    string
+	Kind  Kind
+	Times int
+	Delay time.Duration
+}
+
+// Proxy is an http.Handler forwarding to the engine.
+type Proxy struct {
+	target *httputil.ReverseProxy
+
+	mu       sync.Mutex
+	faults   []Fault
+	injected map[Kind]int
+}
+
+// New returns a proxy to the engine at endpoint.
+func New(endpoint string) (*Proxy, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	return &Proxy{target: httputil.NewSingleHostReverseProxy(u), injected: map[Kind]int{}}, nil
+}
+
+// Inject queues a fault.
+func (p *Proxy) Inject(f Fault) {
+	if f.Times <= 0 {
+		f.Times = 1
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.faults = append(p.faults, f)
+}
+
+// Injected is how many faults of kind were injected so far.
+func (p *Proxy) Injected(kind Kind) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.injected[kind]
+}
+
+func (p *Proxy) take(op string) (Fault, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, f := range p.faults {
+		if f.Op != "" && f.Op != op {
+			continue
+		}
+		if f.Times--; f.Times == 0 {
+			p.faults = append(p.faults[:i], p.faults[i+1:]...)
+		} else {
+			p.faults[i] = f
+		}
+		p.injected[f.Kind]++
+		return f, true
+	}
+	return Fault{}, false
+}
+
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	op := r.Header.Get("X-Amz-Target")
+	if i := strings.LastIndexByte(op, '.'); i >= 0 {
+		op = op[i+1:]
+	}
+	f, ok := p.take(op)
+	if !ok {
+		p.target.ServeHTTP(w, r)
+		return
+	}
+	switch f.Kind {
+	case Throttle:
+		dynamoError(w, http.StatusBadRequest, "ThrottlingException", "Rate of requests exceeds the allowed throughput.")
+	case ServerError:
+		dynamoError(w, http.StatusInternalServerError, "InternalServerError", "Internal server error")
+	case Latency:
+		time.Sleep(f.Delay)
+		p.target.ServeHTTP(w, r)
+	case ResetBefore:
+		hangUp(w)
+	case CommitThenDrop:
+		rec := &discard{header: http.Header{}}
+		p.target.ServeHTTP(rec, r) // the engine acts; its answer goes nowhere
+		hangUp(w)
+	}
+}
+
+func dynamoError(w http.ResponseWriter, status int, typ, msg string) {
+	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	w.WriteHeader(status)
+	io.WriteString(w, `{"__type":"com.amazonaws.dynamodb.v20120810#`+typ+`","message":"`+msg+`"}`)
+}
+
+func hangUp(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			conn.Close()
+			return
+		}
+	}
+	panic(http.ErrAbortHandler)
+}
+
+// discard is a ResponseWriter that keeps nothing.
+type discard struct {
+	header http.Header
+	body   bytes.Buffer
+}
+
+func (d *discard) Header() http.Header         { return d.header }
+func (d *discard) Write(b []byte) (int, error) { return d.body.Write(b) }
+func (d *discard) WriteHeader(int)             {}

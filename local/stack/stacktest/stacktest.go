@@ -1,0 +1,31 @@
+// Package stacktest gives tests the project's template and its functions
+// built as Lambda runs them.
+package stacktest
+
+import (
+	"testing"
+
+	"github.com/idemkeys/idem/local/stack"
+)
+
+// Project loads the project's template.yaml, or fails t.
+func Project(t testing.TB) *stack.Template {
+	t.Helper()
+	tpl, err := stack.Project()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tpl
+}
+
+// Built loads the template and builds every function's bootstrap into a
+// directory that lives as long as t (see stack.Template.Build).
+func Built(t testing.TB) (*stack.Template, string) {
+	t.Helper()
+	tpl := Project(t)
+	bin := t.TempDir()
+	if err := tpl.Build(bin); err != nil {
+		t.Fatal(err)
+	}
+	return tpl, bin
+}

@@ -1,0 +1,109 @@
+package idem_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkeys/idem/pkg/idem"
+)
+
+// FuzzCanonicalJSON: canonicalisation never panics, refuses with
+// ErrInvalidBody only, and what it returns is valid JSON that is its own
+// canonical form (so equal fingerprints mean equal canonical bodies).
+func FuzzCanonicalJSON(f *testing.F) {
+	for _, s := range []string{`{"b":1,"a":[true,null,"x"]}`, `{"a":1,"a":2}`, `[[[[[]]]]]`, "\"\xff\"", `{"a":"\u0000"}`, `1e400`, ` {} `, `{"":{}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		c, err := idem.CanonicalJSON(body)
+		if err != nil {
+			if !errors.Is(err, idem.ErrInvalidBody) {
+				t.Fatalf("error %v is not ErrInvalidBody", err)
+			}
+			return
+		}
+		if !json.Valid(c) {
+			t.Fatalf("canonical form %q of %q is not JSON", c, body)
+		}
+		again, err := idem.CanonicalJSON(c)
+		if err != nil || string(again) != string(c) {
+			t.Fatalf("canonical form is not stable: %q -> %q (%v)", c, again, err)
+		}
+	})
+}
+
+// FuzzParseKeyHeader: a parsed key is always a valid key, and no header
+// makes the parser panic.
+func FuzzParseKeyHeader(f *testing.F) {
+	for _, s := range []string{`abc`, `"abc"`, `"a\"b"`, `"unterminated`, "a\x00b", strings.Repeat("k", 300), `"a" "b"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, header string) {
+		key, err := idem.ParseKeyHeader(header)
+		if err != nil {
+			if !errors.Is(err, idem.ErrInvalidKey) {
+				t.Fatalf("error %v is not ErrInvalidKey", err)
+			}
+			return
+		}
+		if idem.ValidateKey(key) != nil || !utf8.ValidString(key) {
+			t.Fatalf("ParseKeyHeader(%q) = %q, which is not a valid key", header, key)
+		}
+	})
+}
+
+// FuzzHTTPAdapter throws arbitrary headers, keys and bodies at the adapter:
+// it never panics, every answer is a JSON error with a stable code or the
+// handler's own, and a request it refuses (4xx) never reaches the handler.
+func FuzzHTTPAdapter(f *testing.F) {
+	f.Add("k1", `{"a":1}`, "application/json", "alice", false)
+	f.Add(`"quoted"`, `{"a":1,"a":2}`, "application/json", "alice", false)
+	f.Add("a#b", strings.Repeat("[", 40), "", "bob", false)
+	f.Add("", "{}", "text/plain", "", false)
+	f.Add(strings.Repeat("k", 256), "\xff\xfe", "application/json", "alice", true)
+	f.Add("k\x01", `{"x":"`+strings.Repeat("y", 70000)+`"}`, "application/json", "alice", false)
+	f.Fuzz(func(t *testing.T, key, body, contentType, sub string, base64Body bool) {
+		db := &memory{items: map[string]map[string]types.AttributeValue{}}
+		store, err := idem.New(db, "fuzz-table")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran := false
+		h := store.HTTP(func(ctx context.Context, req events.APIGatewayV2HTTPRequest, tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
+			ran = true
+			if idem.Scope(ctx) == "" {
+				t.Fatal("handler ran without a scope")
+			}
+			return events.APIGatewayV2HTTPResponse{StatusCode: 200, Body: "ok"}, nil
+		})
+		headers := map[string]string{"idempotency-key": key, "content-type": contentType}
+		req := apiRequest(sub, headers, body)
+		req.IsBase64Encoded = base64Body
+		resp, err := h(context.Background(), req)
+		if err != nil {
+			t.Fatalf("the adapter returned an error instead of an answer: %v", err)
+		}
+		if resp.StatusCode == 200 {
+			if !ran || resp.Body != "ok" {
+				t.Fatalf("200 without the handler's answer: %+v", resp)
+			}
+			return
+		}
+		if ran && resp.StatusCode < 500 {
+			t.Fatalf("refused with %d after the handler ran", resp.StatusCode)
+		}
+		var e struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		if json.Unmarshal([]byte(resp.Body), &e) != nil || e.Error.Code == "" {
+			t.Fatalf("answer %d without a JSON error code: %q", resp.StatusCode, resp.Body)
+		}
+	})
+}
