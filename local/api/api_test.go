@@ -39,7 +39,10 @@ func TestAuthorizerRefusesBadTokens(t *testing.T) {
 		"no expiry":      "Bearer " + sign(string(auth.Secret), without("exp"), jwt.SigningMethodHS256),
 		"other issuer":   "Bearer " + sign(string(auth.Secret), with("iss", "https://evil.test"), jwt.SigningMethodHS256),
 		"other audience": "Bearer " + sign(string(auth.Secret), with("aud", "someone-else"), jwt.SigningMethodHS256),
-		"alg none":       "Bearer " + func() string { s, _ := jwt.NewWithClaims(jwt.SigningMethodNone, valid()).SignedString(jwt.UnsafeAllowNoneSignatureType); return s }(),
+		"alg none": "Bearer " + func() string {
+			s, _ := jwt.NewWithClaims(jwt.SigningMethodNone, valid()).SignedString(jwt.UnsafeAllowNoneSignatureType)
+			return s
+		}(),
 	}
 	for name, header := range cases {
 		if claims, err := auth.Verify(header); err == nil {

@@ -15,11 +15,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemkeys/idem/local/devstack"
-	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/local/faultproxy"
 	"github.com/idemkeys/idem/local/provider"
-	"github.com/idemkeys/idem/local/stack"
+	"github.com/idemkeys/idem/local/stack/stacktest"
 )
 
 // TestCrashPoints kills the charge function's process (SIGKILL, under the
@@ -27,18 +26,7 @@ import (
 // the lease: every case must end with one charge at the provider, one charge
 // record, and a 201.
 func TestCrashPoints(t *testing.T) {
-	path, err := dynamo.FindTemplate(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpl, err := stack.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := t.TempDir()
-	if err := tpl.Build(bin); err != nil {
-		t.Fatal(err)
-	}
+	_, bin := stacktest.Built(t)
 	s, err := devstack.Start(context.Background(), devstack.Options{
 		BinDir: bin, TablePrefix: "crash-" + strings.ToLower(rand.Text()[:6]) + "-",
 		APIAddr: "127.0.0.1:0", ProviderAddr: "127.0.0.1:0", Lease: "2s", FaultProxy: true,

@@ -10,9 +10,8 @@ import (
 
 	"github.com/idemkeys/idem/local/demo"
 	"github.com/idemkeys/idem/local/devstack"
-	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/dynamotest"
-	"github.com/idemkeys/idem/local/stack"
+	"github.com/idemkeys/idem/local/stack/stacktest"
 )
 
 func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
@@ -23,18 +22,7 @@ func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
 // the provider simulator counting charges. A crash is a SIGKILL of the
 // function's process.
 func TestDemoScenariosEndToEnd(t *testing.T) {
-	path, err := dynamo.FindTemplate(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpl, err := stack.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := t.TempDir()
-	if err := tpl.Build(bin); err != nil {
-		t.Fatal(err)
-	}
+	_, bin := stacktest.Built(t)
 	s, err := devstack.Start(context.Background(), devstack.Options{
 		BinDir:       bin,
 		TablePrefix:  "e2e-" + strings.ToLower(rand.Text()[:6]) + "-",
