@@ -53,8 +53,8 @@ demo:
 
 # Every figure of BENCHMARKS.md, into bin/bench/ (a few minutes on two cores).
 # moto copies every table a transaction touches, so the load run is kept to
-# 3000 requests on it; LOAD_REQUESTS=10000 against DynamoDB Local.
-LOAD_REQUESTS ?= 3000
+# 900 requests on it; LOAD_REQUESTS=10000 against DynamoDB Local.
+LOAD_REQUESTS ?= 900
 bench: deps build
 	@mkdir -p bin/bench
 	@echo "• library overhead in process (6 runs each)"

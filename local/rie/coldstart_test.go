@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/rie"
 	"github.com/idemkeys/idem/local/stack"
+	"github.com/idemkeys/idem/local/stack/stacktest"
 )
 
 // TestColdStart measures each function's cold start under the emulator,
@@ -22,19 +22,8 @@ import (
 // It asserts only that every start answers; BENCH_OUT receives the table
 // for BENCHMARKS.md.
 func TestColdStart(t *testing.T) {
-	path, err := dynamo.FindTemplate(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpl, err := stack.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := t.TempDir()
-	if err := tpl.Build(bin); err != nil {
-		t.Fatal(err)
-	}
-	emulator, err := rie.Binary(filepath.Dir(path))
+	tpl, bin := stacktest.Built(t)
+	emulator, err := rie.Binary(tpl.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
