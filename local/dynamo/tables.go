@@ -124,3 +124,17 @@ func (t Table) Create(ctx context.Context, db *dynamodb.Client, name string) err
 	}
 	return nil
 }
+
+// ProjectTable returns the definition of logicalID in the template.yaml
+// around the working directory.
+func ProjectTable(logicalID string) (Table, error) {
+	path, err := FindTemplate(".")
+	if err != nil {
+		return Table{}, err
+	}
+	tables, err := TemplateTables(path)
+	if err != nil {
+		return Table{}, err
+	}
+	return Lookup(tables, logicalID)
+}

@@ -54,15 +54,7 @@ func Client(t testing.TB, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 // name, deletes it when the test ends, and returns the name.
 func Table(t testing.TB, db *dynamodb.Client, logicalID string) string {
 	t.Helper()
-	path, err := dynamo.FindTemplate(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tables, err := dynamo.TemplateTables(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	def, err := dynamo.Lookup(tables, logicalID)
+	def, err := dynamo.ProjectTable(logicalID)
 	if err != nil {
 		t.Fatal(err)
 	}

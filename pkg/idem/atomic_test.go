@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -73,20 +72,11 @@ func TestAtomicFirstCallAndReplayCostOneCallEach(t *testing.T) {
 func TestAtomicRacersCommitOnce(t *testing.T) {
 	f := newFixture(t)
 	const n = 50
-	var wg sync.WaitGroup
 	results := make([]idem.Result, n)
 	errs := make([]error, n)
-	start := make(chan struct{})
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			results[i], errs[i] = f.newStore().DoAtomic(context.Background(), req("alice", "race", `{}`), f.newOrder("alice", nil))
-		}()
-	}
-	close(start)
-	wg.Wait()
+	race(n, func(i int) {
+		results[i], errs[i] = f.newStore().DoAtomic(context.Background(), req("alice", "race", `{}`), f.newOrder("alice", nil))
+	})
 	fresh := 0
 	for i := range n {
 		if errs[i] != nil {

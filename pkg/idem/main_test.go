@@ -3,6 +3,7 @@ package idem_test
 import (
 	"context"
 	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +17,22 @@ import (
 )
 
 func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
+
+// race runs fn(0) to fn(n-1) in n goroutines released at once, and waits.
+func race(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			fn(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
+}
 
 // clock is a settable time source shared by the holders in a test.
 type clock struct{ now atomic.Int64 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -375,24 +374,15 @@ func TestRacingDuplicatesExecuteOnce(t *testing.T) {
 	f := newFixture(t)
 	const n = 50
 	var runs atomic.Int32
-	var wg sync.WaitGroup
 	results := make([]idem.Result, n)
 	errs := make([]error, n)
-	start := make(chan struct{})
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			results[i], errs[i] = f.newStore().Do(context.Background(), req("alice", "race", `{}`), func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
-				runs.Add(1)
-				tx.Add(f.orderPut("alice", "race-order", strconv.Itoa(i)), nil)
-				return idem.Response{StatusCode: 201, Body: []byte("winner " + strconv.Itoa(i))}, nil
-			})
-		}()
-	}
-	close(start)
-	wg.Wait()
+	race(n, func(i int) {
+		results[i], errs[i] = f.newStore().Do(context.Background(), req("alice", "race", `{}`), func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+			runs.Add(1)
+			tx.Add(f.orderPut("alice", "race-order", strconv.Itoa(i)), nil)
+			return idem.Response{StatusCode: 201, Body: []byte("winner " + strconv.Itoa(i))}, nil
+		})
+	})
 	if runs.Load() != 1 {
 		t.Fatalf("work ran %d times, want 1", runs.Load())
 	}

@@ -114,15 +114,7 @@ func CheckRoutes(t testing.TB, fn *stack.Function, handlers app.Routes) {
 // attributes, hash first.
 func CheckKeys(t testing.TB, logicalID string, keys ...string) {
 	t.Helper()
-	path, err := dynamo.FindTemplate(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tables, err := dynamo.TemplateTables(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	def, err := dynamo.Lookup(tables, logicalID)
+	def, err := dynamo.ProjectTable(logicalID)
 	if err != nil {
 		t.Fatal(err)
 	}
