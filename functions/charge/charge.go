@@ -67,9 +67,7 @@ func (s *server) routes() app.Routes {
 // instead of making a second one.
 func (s *server) create(ctx context.Context, req events.APIGatewayV2HTTPRequest, tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
 	c, amount, _ := parseCharge([]byte(req.Body)) // validated before the claim
-	scope := idem.Scope(ctx)
-	key, _ := idem.HeaderValue(req.Headers, idem.HeaderIdempotencyKey)
-	key, _ = idem.ParseKeyHeader(key)
+	scope, key := idem.Scope(ctx), idem.Key(ctx)
 
 	params := &stripe.PaymentIntentCreateParams{
 		Amount:   stripe.Int64(amount),

@@ -74,12 +74,22 @@ type TransientError struct {
 func (e *TransientError) Error() string { return fmt.Sprintf("transient (%s): %v", e.Code, e.Err) }
 func (e *TransientError) Unwrap() error { return e.Err }
 
-type scopeKey struct{}
+type (
+	scopeKey struct{}
+	keyKey   struct{}
+)
 
 // Scope returns the scope that Store.HTTP put in the context of a handler.
 func Scope(ctx context.Context) string {
 	s, _ := ctx.Value(scopeKey{}).(string)
 	return s
+}
+
+// Key returns the idempotency key, parsed and validated, that Store.HTTP
+// put in the context of a handler: what to derive a downstream key from.
+func Key(ctx context.Context) string {
+	k, _ := ctx.Value(keyKey{}).(string)
+	return k
 }
 
 // HTTP wraps h so that each request runs once per Idempotency-Key: the first
@@ -118,6 +128,7 @@ func (s *Store) HTTP(h HTTPHandler, optFns ...func(*HTTPOptions)) APIGatewayHand
 				return r.Response(), nil
 			}
 		}
+		ctx = context.WithValue(ctx, keyKey{}, key)
 		fp, err := Fingerprint(req.RequestContext.HTTP.Method, req.RawPath, body, isJSON(req.Headers))
 		if err != nil {
 			return ErrorResponse(http.StatusBadRequest, "invalid_json", err.Error()), nil

@@ -35,12 +35,12 @@ func TestHTTPAdapter(t *testing.T) {
 		return events.APIGatewayV2HTTPResponse{
 			StatusCode: 201,
 			Headers:    map[string]string{"Content-Type": "application/json", "Date": "Wed, 02 Dec 2026", "Set-Cookie": "s=1", "X-Thing": "kept"},
-			Body:       `{"scope":"` + idem.Scope(ctx) + `","body":` + req.Body + `}`,
+			Body:       `{"scope":"` + idem.Scope(ctx) + `","key":"` + idem.Key(ctx) + `","body":` + req.Body + `}`,
 		}, nil
 	})
 	ctx := context.Background()
 	first, _ := handler(ctx, apiRequest("alice", map[string]string{"idempotency-key": "k1"}, `{"a":1}`))
-	if first.StatusCode != 201 || first.Body != `{"scope":"alice","body":{"a":1}}` {
+	if first.StatusCode != 201 || first.Body != `{"scope":"alice","key":"k1","body":{"a":1}}` {
 		t.Fatalf("first = %d %s", first.StatusCode, first.Body)
 	}
 	// Mixed-case header name, quoted key, other white space: the same request.
