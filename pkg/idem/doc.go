@@ -93,6 +93,15 @@
 // status it names with Retry-After and the key released. Error bodies are
 // {"error":{"code":..., "message":...}} with stable codes.
 //
+// # Queue consumers
+//
+// Store.SQS wraps an SQS-triggered handler the same way: the scope names the
+// consumer, the key is the event id (the messageId, a producer's id from a
+// message attribute, or one derived from the body), and the message's writes
+// commit with its processed marker. A duplicate delivery is skipped, and only
+// the messages that failed are reported back as batch item failures.
+// Store.EventBridge does the same for EventBridge events, keyed by their id.
+//
 // # Keys and scopes
 //
 // The scope must come from the authenticated caller, never from anything the

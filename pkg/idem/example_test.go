@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -127,4 +128,66 @@ func ExampleParseKeyHeader() {
 	// "8e03978e-40d5" <nil>
 	// "8e03978e-40d5" <nil>
 	// "" idem: invalid idempotency key: byte 0x01 at offset 3 is not printable ASCII
+}
+
+func ExampleStore_SQS() {
+	db, table, orders := exampleTables()
+	store, _ := idem.New(db, table)
+
+	// Count each order once, however often its message is delivered.
+	handle, err := store.SQS(func(ctx context.Context, msg events.SQSMessage, tx *idem.Tx) error {
+		tx.Add(types.TransactWriteItem{Update: &types.Update{
+			TableName:                 aws.String(orders),
+			Key:                       map[string]types.AttributeValue{"scope": &types.AttributeValueMemberS{Value: "stats"}, "order_id": &types.AttributeValueMemberS{Value: msg.Body}},
+			UpdateExpression:          aws.String("ADD seen :one"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}},
+		}}, nil)
+		return nil
+	}, func(o *idem.SQSOptions) { o.Scope = "order-stats" })
+	if err != nil {
+		log.Fatal(err)
+	}
+	batch := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-1", Body: "ord_1"}, {MessageId: "m-2", Body: "ord_2"}}}
+	for range 2 { // SQS delivers the batch twice
+		resp, _ := handle(context.Background(), batch)
+		fmt.Println("failed:", len(resp.BatchItemFailures))
+	}
+	out, _ := db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(orders), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"scope": &types.AttributeValueMemberS{Value: "stats"}, "order_id": &types.AttributeValueMemberS{Value: "ord_1"}}})
+	fmt.Println("ord_1 seen", out.Item["seen"].(*types.AttributeValueMemberN).Value, "time")
+	// Output:
+	// failed: 0
+	// failed: 0
+	// ord_1 seen 1 time
+}
+
+func ExampleStore_DoAtomic() {
+	db, table, orders := exampleTables()
+	store, _ := idem.New(db, table)
+	fp, _ := idem.Fingerprint("POST", "/orders", []byte(`{"sku":"tea"}`), true)
+	req := idem.Request{Scope: "user-42", Key: "order-once", Fingerprint: fp}
+
+	// Work with no effect outside DynamoDB: computed, then committed with
+	// the record in one transaction. A replay is answered by the one call
+	// that loses.
+	create := func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		tx.Add(types.TransactWriteItem{Put: &types.Put{
+			TableName: aws.String(orders),
+			Item: map[string]types.AttributeValue{
+				"scope":    &types.AttributeValueMemberS{Value: "user-42"},
+				"order_id": &types.AttributeValueMemberS{Value: "ord_9"},
+			},
+		}}, nil)
+		return idem.Response{StatusCode: 201, Body: []byte(`{"order_id":"ord_9"}`)}, nil
+	}
+	for range 2 {
+		res, err := store.DoAtomic(context.Background(), req, create)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(res.Response.StatusCode, string(res.Response.Body), "replayed:", res.Replayed)
+	}
+	// Output:
+	// 201 {"order_id":"ord_9"} replayed: false
+	// 201 {"order_id":"ord_9"} replayed: true
 }
