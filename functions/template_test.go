@@ -3,6 +3,7 @@ package functions_test
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -13,20 +14,14 @@ import (
 
 	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/stack"
+	"github.com/idemkeys/idem/local/stack/stacktest"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
 func load(t *testing.T) (string, *stack.Template) {
 	t.Helper()
-	path, err := dynamo.FindTemplate(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpl, err := stack.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return path, tpl
+	tpl := stacktest.Project(t)
+	return filepath.Join(tpl.Dir, "template.yaml"), tpl
 }
 
 func TestEveryFunctionBuildsFromItsMakefileTarget(t *testing.T) {

@@ -179,10 +179,6 @@ func runLoad(t *testing.T, variant string, p plan, clients, preload int) *loadRe
 	return drive(t, handle, raw, orders, p, clients)
 }
 
-func runLoadWith(t *testing.T, s *server, raw *dynamodb.Client, orders string, p plan, clients int) int {
-	return drive(t, s.routes().Handle, raw, orders, p, clients).succeededOps
-}
-
 // drive sends p's requests to handle with clients workers.
 func drive(t *testing.T, handle func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), raw *dynamodb.Client, orders string, p plan, clients int) *loadResult {
 	t.Helper()

@@ -5,17 +5,12 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemkeys/idem/pkg/idem"
 )
 
-// API is the part of the DynamoDB client that pkg/idem and the functions
-// call (the same method set as idem.DynamoDBAPI, plus the reads tests make).
-type API interface {
-	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
-	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
-	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
-}
+// API is the client that Counter and Meter wrap: the calls pkg/idem makes.
+type API = idem.DynamoDBAPI
 
 // Counter wraps a client, counts its calls by operation, and lets a test
 // put a fault in front of any call or rewrite a transaction's answer.

@@ -7,10 +7,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-)
 
-// Sizer gives an item's size by DynamoDB's rules (idem.ItemSize).
-type Sizer func(map[string]types.AttributeValue) int
+	"github.com/idemkeys/idem/pkg/idem"
+)
 
 // Meter wraps a client and prices every call in capacity units by
 // DynamoDB's published rules: a write costs 1 WCU per KB of the item
@@ -22,7 +21,6 @@ type Sizer func(map[string]types.AttributeValue) int
 // comparison.
 type Meter struct {
 	API
-	Size Sizer
 
 	mu       sync.Mutex
 	calls    int
@@ -70,13 +68,11 @@ func readUnits(size int) float64  { return math.Max(1, math.Ceil(float64(size)/4
 // current reads an item's size without counting the read.
 func (m *Meter) current(ctx context.Context, table *string, key map[string]types.AttributeValue) int {
 	consistent := true
-	out, err := m.API.(interface {
-		GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-	}).GetItem(ctx, &dynamodb.GetItemInput{TableName: table, Key: key, ConsistentRead: &consistent})
+	out, err := m.API.GetItem(ctx, &dynamodb.GetItemInput{TableName: table, Key: key, ConsistentRead: &consistent})
 	if err != nil {
 		return 0
 	}
-	return m.Size(out.Item)
+	return idem.ItemSize(out.Item)
 }
 
 func (m *Meter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
@@ -86,7 +82,7 @@ func (m *Meter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...fun
 	if out != nil && out.ConsumedCapacity != nil {
 		cc = append(cc, *out.ConsumedCapacity)
 	}
-	m.add(writeUnits(m.Size(in.Item)), 0, cc...)
+	m.add(writeUnits(idem.ItemSize(in.Item)), 0, cc...)
 	return out, err
 }
 
@@ -96,7 +92,7 @@ func (m *Meter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...fun
 	size := 0
 	var cc []types.ConsumedCapacity
 	if out != nil {
-		size = m.Size(out.Item)
+		size = idem.ItemSize(out.Item)
 		if out.ConsumedCapacity != nil {
 			cc = append(cc, *out.ConsumedCapacity)
 		}
@@ -147,7 +143,7 @@ func (m *Meter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWri
 	for i, w := range in.TransactItems {
 		switch {
 		case w.Put != nil:
-			units += writeUnits(m.Size(w.Put.Item))
+			units += writeUnits(idem.ItemSize(w.Put.Item))
 		case w.Update != nil:
 			units += writeUnits(max(befores[i], m.current(ctx, w.Update.TableName, w.Update.Key)))
 		default:

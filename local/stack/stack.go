@@ -15,6 +15,7 @@ import (
 
 	"github.com/awslabs/goformation/v7"
 	"github.com/awslabs/goformation/v7/intrinsics"
+	"github.com/idemkeys/idem/local/dynamo"
 	"gopkg.in/yaml.v3"
 )
 
@@ -361,18 +362,9 @@ func (f *Function) Bootstrap(dir string) string {
 // Project loads the template.yaml of the project around the working
 // directory (found in it or a parent).
 func Project() (*Template, error) {
-	dir, err := filepath.Abs(".")
+	path, err := dynamo.FindTemplate(".")
 	if err != nil {
 		return nil, err
 	}
-	for {
-		p := filepath.Join(dir, "template.yaml")
-		if _, err := os.Stat(p); err == nil {
-			return Load(p)
-		}
-		if filepath.Dir(dir) == dir {
-			return nil, fmt.Errorf("template.yaml not found in this directory or any parent")
-		}
-		dir = filepath.Dir(dir)
-	}
+	return Load(path)
 }

@@ -50,7 +50,7 @@ func TestCostPerRequest(t *testing.T) {
 		for _, o := range outcomes {
 			t.Run(p.name+"/"+o.name, func(t *testing.T) {
 				f := newFixture(t)
-				meter := &dynamotest.Meter{API: f.raw, Size: idem.ItemSize}
+				meter := &dynamotest.Meter{API: f.raw}
 				counter := &dynamotest.Counter{API: meter}
 				s, err := idem.New(counter, f.table, func(o *idem.Options) { o.Clock = f.clock.Now })
 				if err != nil {

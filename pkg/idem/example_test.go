@@ -23,17 +23,12 @@ import (
 // environment, and the client from dynamodb.NewFromConfig.
 func exampleTables() (db *dynamodb.Client, table, orders string) {
 	db = dynamo.NewClient(os.Getenv(dynamo.EndpointEnv))
-	path, err := dynamo.FindTemplate(".")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defs, err := dynamo.TemplateTables(path)
-	if err != nil {
-		log.Fatal(err)
-	}
 	suffix := strings.ToLower(rand.Text()[:8])
 	for _, id := range []string{"IdempotencyTable", "OrdersTable"} {
-		def, _ := dynamo.Lookup(defs, id)
+		def, err := dynamo.ProjectTable(id)
+		if err != nil {
+			log.Fatal(err)
+		}
 		if err := def.Create(context.Background(), db, "example-"+id+"-"+suffix); err != nil {
 			log.Fatal(err)
 		}

@@ -20,7 +20,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/rie"
 	"github.com/idemkeys/idem/local/stack"
 )
@@ -48,15 +47,11 @@ func run(fnDir, eventPath string, times int) error {
 	if !json.Valid(payload) {
 		return fmt.Errorf("%s is not JSON", eventPath)
 	}
-	tplPath, err := dynamo.FindTemplate(".")
+	tpl, err := stack.Project()
 	if err != nil {
 		return err
 	}
-	root := filepath.Dir(tplPath)
-	tpl, err := stack.Load(tplPath)
-	if err != nil {
-		return err
-	}
+	root := tpl.Dir
 	var fn *stack.Function
 	for i := range tpl.Functions {
 		if tpl.Functions[i].Package == "./functions/"+fnDir {
