@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -35,6 +36,7 @@ func TestHTTPAdapter(t *testing.T) {
 		return events.APIGatewayV2HTTPResponse{
 			StatusCode: 201,
 			Headers:    map[string]string{"Content-Type": "application/json", "Date": "Wed, 02 Dec 2026", "Set-Cookie": "s=1", "X-Thing": "kept"},
+			Cookies:    []string{"a=1; Path=/", "b=2; HttpOnly"},
 			Body:       `{"scope":"` + idem.Scope(ctx) + `","key":"` + idem.Key(ctx) + `","body":` + req.Body + `}`,
 		}, nil
 	})
@@ -54,8 +56,12 @@ func TestHTTPAdapter(t *testing.T) {
 	if _, ok := again.Headers["Date"]; ok {
 		t.Fatalf("replay repeated a per-transmission header: %v", again.Headers)
 	}
-	if _, ok := again.Headers["Set-Cookie"]; ok {
-		t.Fatalf("replay repeated Set-Cookie: %v", again.Headers)
+	// Cookies are part of the result: kept on the first answer, replayed.
+	if !slices.Equal(first.Cookies, []string{"a=1; Path=/", "b=2; HttpOnly"}) || first.Headers["Set-Cookie"] != "s=1" {
+		t.Fatalf("first answer dropped cookies: %v %v", first.Cookies, first.Headers)
+	}
+	if !slices.Equal(again.Cookies, first.Cookies) || again.Headers["Set-Cookie"] != "s=1" {
+		t.Fatalf("replay dropped cookies: %v %v", again.Cookies, again.Headers)
 	}
 
 	cases := []struct {
