@@ -43,11 +43,12 @@ const (
 )
 
 // Fault applies to the next Times calls of Op ("TransactWriteItems"; ""
-// for any operation).
+// for any operation), after the first Skip of them have passed untouched.
 type Fault struct {
 	Op    string
 	Kind  Kind
 	Times int
+	Skip  int
 	Delay time.Duration
 }
 
@@ -92,6 +93,10 @@ func (p *Proxy) take(op string) (Fault, bool) {
 	for i, f := range p.faults {
 		if f.Op != "" && f.Op != op {
 			continue
+		}
+		if f.Skip > 0 {
+			p.faults[i].Skip--
+			return Fault{}, false
 		}
 		if f.Times--; f.Times == 0 {
 			p.faults = append(p.faults[:i], p.faults[i+1:]...)
