@@ -1,7 +1,8 @@
 // Package model checks idem.pml, a Promela model of Store.Do, with spin:
-// exhaustively, every interleaving of three requests (two the same, one
-// another under the same key) with crashes, work errors, lapsing leases, TTL
-// expiry, and an SDK retry of a commit that landed.
+// exhaustively, every interleaving of retrying clients of one request, its
+// duplicate and another request under the same key, with crashes, work
+// errors, slow holders, TTL expiry, and every call (claim, takeover, commit,
+// lapse) landing and losing its answer, then sent again or given up.
 package model_test
 
 import (
@@ -24,21 +25,25 @@ func TestModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := []struct {
-		name, define string
-		violation    string // "" means the model must verify with no error
+		name      string
+		defines   []string
+		violation string // "" means the model must verify with no error
 	}{
-		{"all properties, every fault", "", ""},
-		{"no faults: every request ends answered", "NOFAULTS", ""},
-		{"negative control: commit without the fence", "NO_FENCE", "!(fenced[me])"},
-		{"negative control: takeover without the fingerprint", "NO_FP_CHECK", "(myfp==first_fp)"},
-		{"negative control: a provider key per attempt", "PER_ATTEMPT_KEY", "(charges<=1)"},
+		{"every fault, the request and its duplicate", nil, ""},
+		{"every fault, the request and another under its key", []string{"OTHER"}, ""},
+		{"no faults but lost answers, three requests: each ends answered", []string{"NOFAULTS"}, ""},
+		{"negative control: commit without the fence", []string{"NO_FENCE"}, "!(replaced[tok])"},
+		{"negative control: takeover without the fingerprint", []string{"OTHER", "NO_FP_CHECK"}, "(s_resp_fp==myfp)"},
+		{"negative control: a provider key per attempt", []string{"PER_ATTEMPT_KEY"}, "(charges<=1)"},
+		{"negative control: release as a delete (the orphan)", []string{"OTHER", "RELEASE_DELETE"}, "(((aged||!((provider_done&&(provider_fp==myfp))))||(outcome[me]==1))||(outcome[me]==2))"},
+		{"negative control: a claim blind to its own token (the stuck 409)", []string{"NOFAULTS", "NO_OWN_TOKEN"}, "((tok==0)||(s_token!=tok))"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			var flags []string
-			if tc.define != "" {
-				flags = append(flags, "-D"+tc.define)
+			for _, d := range tc.defines {
+				flags = append(flags, "-D"+d)
 			}
 			run(t, dir, "spin", append(append([]string{}, flags...), "-a", model)...)
 			run(t, dir, "gcc", append([]string{"-O2", "-DSAFETY", "-DCOLLAPSE", "-o", "pan", "pan.c"}, flags...)...)
