@@ -119,7 +119,10 @@ func TestSameKeyOtherAmountIs422(t *testing.T) {
 	}
 }
 
-func TestProviderFailureReleasesTheKey(t *testing.T) {
+// A provider failure lapses the lease: nothing is stored, the record stays
+// bound to the request (another body under the key is refused), and the
+// request's retry takes over at once.
+func TestProviderFailureLapsesTheKey(t *testing.T) {
 	f := newFixture(t)
 	// The provider client retries network errors, not a 500 that carries
 	// an error body, so one fault fails the call.
@@ -128,8 +131,11 @@ func TestProviderFailureReleasesTheKey(t *testing.T) {
 	if failed.StatusCode != 502 || failed.Headers["Retry-After"] == "" || errorCode(t, failed) != "provider_unavailable" {
 		t.Fatalf("got %d %v %s, want 502 with Retry-After", failed.StatusCode, failed.Headers, failed.Body)
 	}
-	if f.items() != 0 {
-		t.Fatal("a failed charge left items behind")
+	if n := apitest.Items(f.T, f.raw, f.tables[1]); n != 0 {
+		t.Fatalf("a failed charge left %d charge items behind", n)
+	}
+	if other := f.call("POST", "/charges", "alice", "k-1", strings.Replace(visa, "1050", "9999", 1)); other.StatusCode != 422 {
+		t.Fatalf("another body under the failed key = %d %s, want 422", other.StatusCode, other.Body)
 	}
 	retry := f.call("POST", "/charges", "alice", "k-1", visa)
 	if retry.StatusCode != 201 || retry.Headers[idem.HeaderReplayed] != "" {
@@ -153,14 +159,15 @@ func TestProviderSucceededButAnswerWasLost(t *testing.T) {
 }
 
 // dead is a DynamoDB client whose process died after the claim: nothing
-// after the first PutItem reaches the table.
+// after the first PutItem reaches the table, neither the commit nor the
+// lapse.
 type dead struct{ *dynamodb.Client }
 
 func (d dead) TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	return nil, errors.New("killed")
 }
 
-func (d dead) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+func (d dead) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	return nil, errors.New("killed")
 }
 
