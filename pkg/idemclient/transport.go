@@ -43,8 +43,9 @@ type Options struct {
 	MaxRetryAfter time.Duration
 	// AttemptTimeout, when set, ends an attempt that has not answered in
 	// that time. Such an attempt may have been processed, so it is retried
-	// like a dropped connection. The context's deadline bounds the whole
-	// operation either way [none].
+	// like a dropped connection. It does not cut the body of the answer
+	// handed back, which the caller reads in its own time. The context's
+	// deadline bounds the whole operation either way [none].
 	AttemptTimeout time.Duration
 	// NewKey makes the key of a request that has none [a random UUID,
 	// version 4].
@@ -113,6 +114,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		retry, acted := judge(a.status(), a.code, a.err)
 		op.acted = op.acted || acted
 		if !retry {
+			a.keep()
 			return a.resp, nil
 		}
 		wait, stop := op.next(a)
@@ -164,6 +166,7 @@ type attempt struct {
 	code          string
 	retryAfter    time.Duration
 	hasRetryAfter bool
+	keep          func() // lifts AttemptTimeout off an answer handed back
 }
 
 func (a attempt) status() int {
@@ -194,12 +197,12 @@ func (op *operation) send() (attempt, error) {
 		r.Body = body
 	}
 	op.n++
-	resp, err := op.roundTrip(r)
+	resp, keep, err := op.roundTrip(r)
 	if err != nil {
 		op.last = attempt{err: err}
 		return op.last, nil
 	}
-	a := attempt{resp: resp}
+	a := attempt{resp: resp, keep: keep}
 	if s := resp.StatusCode; s == http.StatusConflict || s == http.StatusTooManyRequests || s >= 500 {
 		a.code = ProblemCode(resp)
 		a.retryAfter, a.hasRetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), op.t.now())
@@ -209,19 +212,28 @@ func (op *operation) send() (attempt, error) {
 }
 
 // roundTrip sends r through Base, within AttemptTimeout if one is set.
-func (op *operation) roundTrip(r *http.Request) (*http.Response, error) {
+// The timeout runs on while the answer is judged (its code read, a retried
+// answer drained); keep stops it for an answer handed back, whose body the
+// caller reads in its own time.
+func (op *operation) roundTrip(r *http.Request) (_ *http.Response, keep func(), _ error) {
 	d := op.t.o.AttemptTimeout
 	if d <= 0 {
-		return op.t.o.Base.RoundTrip(r)
+		resp, err := op.t.o.Base.RoundTrip(r)
+		return resp, func() {}, err
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), d)
+	ctx, cancel := context.WithCancelCause(r.Context())
+	timer := time.AfterFunc(d, func() { cancel(errAttemptTimeout) })
 	resp, err := op.t.o.Base.RoundTrip(r.WithContext(ctx))
 	if err != nil {
-		cancel()
-		return nil, err
+		timer.Stop()
+		if context.Cause(ctx) == errAttemptTimeout {
+			err = fmt.Errorf("%w (%v): %v", errAttemptTimeout, d, err)
+		}
+		cancel(nil)
+		return nil, nil, err
 	}
-	resp.Body = &rewound{Reader: resp.Body, Closer: cancelOnClose{resp.Body, cancel}}
-	return resp, nil
+	resp.Body = &rewound{Reader: resp.Body, Closer: cancelOnClose{resp.Body, func() { cancel(nil) }}}
+	return resp, func() { timer.Stop() }, nil
 }
 
 // next is the wait before the next attempt, or why there is none.
@@ -246,8 +258,11 @@ func (op *operation) next(a attempt) (time.Duration, error) {
 	return wait, nil
 }
 
-// errNoAttemptsLeft is next's word for MaxAttempts reached.
-var errNoAttemptsLeft = errors.New("no attempts left")
+var (
+	// errNoAttemptsLeft is next's word for MaxAttempts reached.
+	errNoAttemptsLeft = errors.New("no attempts left")
+	errAttemptTimeout = errors.New("no answer within AttemptTimeout")
+)
 
 // giveUp ends the operation without an answer to hand back, for why. If
 // no attempt can have taken effect, the failure is plain: nothing happened
@@ -259,6 +274,7 @@ func (op *operation) giveUp(a attempt, why error) (*http.Response, error) {
 	}
 	if !op.acted {
 		if a.resp != nil {
+			a.keep()
 			return a.resp, nil
 		}
 		return nil, fmt.Errorf("idemclient: gave up after %d attempt(s), none of which can have taken effect: %w", op.n, why)
@@ -279,7 +295,7 @@ func (op *operation) report(a attempt, wait time.Duration) {
 // cancelOnClose ends an attempt's context once its answer's body is closed.
 type cancelOnClose struct {
 	io.Closer
-	cancel context.CancelFunc
+	cancel func()
 }
 
 func (c cancelOnClose) Close() error {

@@ -369,12 +369,23 @@ func unknown(t *testing.T, err error) *UnknownOutcomeError {
 }
 
 func TestAttemptTimeoutRetriesAndKeepsTheBodyReadable(t *testing.T) {
-	srv, s := serve(t, hang, created)
+	// The answer's body is sent only once RoundTrip has returned, and read
+	// after the attempt's timeout has passed: it must not end the read.
+	release := make(chan struct{})
+	late := func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+		http.NewResponseController(w).Flush()
+		<-release
+		io.WriteString(w, `{"id":"ch_1"}`)
+	}
+	srv, s := serve(t, hang, late)
 	tr, _ := testTransport(t, nil, func(o *Options) { o.AttemptTimeout = 300 * time.Millisecond; o.MaxAttempts = 20 })
 	resp, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
+	time.Sleep(400 * time.Millisecond) // past the attempt's 300ms, whatever the load
+	close(release)
 	if body := readAll(t, resp); resp.StatusCode != 201 || !strings.Contains(body, "ch_1") {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
