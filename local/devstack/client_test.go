@@ -88,14 +88,16 @@ func TestClientAgainstTheStack(t *testing.T) {
 	t.Run("409 while the first attempt is in progress", func(t *testing.T) {
 		s.Sim.Inject(provider.Fault{Kind: provider.Delay, Delay: 2500 * time.Millisecond})
 		before, key := len(s.Sim.Effects()), newKey()
-		first := make(chan *call, 1)
-		go func() { first <- st.charge(t, s.APIURL, key, visa(400)) }()
+		var one *call
+		var wg sync.WaitGroup
+		defer wg.Wait() // a failure below still waits for the first request
+		wg.Go(func() { one = st.charge(t, s.APIURL, key, visa(400)) })
 		waitFor(t, "the first request at the provider", func() bool { return s.Sim.Pending() > 0 })
 		second := st.charge(t, s.APIURL, key, visa(400)) // another caller, the same key
 		if r := second.retries; len(r) == 0 || r[0].StatusCode != 409 || r[0].Code != idemclient.CodeInProgress {
 			t.Fatalf("the second request's retries: %+v, want a 409 request_in_progress first", r)
 		}
-		one := <-first
+		wg.Wait()
 		if one.status != 201 || second.status != 201 || one.replayed == second.replayed || one.body != second.body {
 			t.Fatalf("answers %+v and %+v: want the same 201, one fresh and one replayed", one, second)
 		}
@@ -105,13 +107,15 @@ func TestClientAgainstTheStack(t *testing.T) {
 	t.Run("kill -9 of the function mid-request, then the takeover after the lease", func(t *testing.T) {
 		s.Sim.Inject(provider.Fault{Kind: provider.HangAfterEffect, Delay: 30 * time.Second})
 		before, key := len(s.Sim.Effects()), newKey()
-		done := make(chan *call, 1)
-		go func() { done <- st.charge(t, s.APIURL, key, visa(500)) }()
+		var got *call
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		wg.Go(func() { got = st.charge(t, s.APIURL, key, visa(500)) })
 		waitFor(t, "the provider's charge", func() bool { return len(s.Sim.Effects()) > before })
 		if killed := s.API.Crash(); killed != 1 {
 			t.Fatalf("killed %d function processes, want the one running the charge", killed)
 		}
-		got := <-done
+		wg.Wait()
 		if got.status != 201 || got.replayed {
 			t.Fatalf("after the crash: %+v, want the takeover's 201", got)
 		}
