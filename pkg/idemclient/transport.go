@@ -269,6 +269,9 @@ var (
 // (a 429 that was the last answer is handed back as it is). Otherwise the
 // outcome is unknown, and the error carries the key to ask again with.
 func (op *operation) giveUp(a attempt, why error) (*http.Response, error) {
+	if op.n == 0 && op.req.Body != nil {
+		op.req.Body.Close() // RoundTrip closes the body, sent or not
+	}
 	if errors.Is(why, errNoAttemptsLeft) {
 		why = op.last.err
 	}

@@ -352,12 +352,25 @@ func TestNothingSentIsAPlainFailure(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		tr, _ := testTransport(t, nil)
-		_, err := tr.RoundTrip(post(t, ctx, srv.URL, `{}`))
+		req := post(t, ctx, srv.URL, `{}`)
+		body := &closeCheck{Reader: strings.NewReader("{}")}
+		req.Body = body
+		_, err := tr.RoundTrip(req)
 		if !errors.Is(err, context.Canceled) || errors.Is(err, ErrOutcomeUnknown) || len(s.requests()) != 0 {
 			t.Fatalf("err %v, %d requests", err, len(s.requests()))
 		}
+		if !body.closed {
+			t.Fatal("the request's body was left open")
+		}
 	})
 }
+
+type closeCheck struct {
+	io.Reader
+	closed bool
+}
+
+func (c *closeCheck) Close() error { c.closed = true; return nil }
 
 func unknown(t *testing.T, err error) *UnknownOutcomeError {
 	t.Helper()
