@@ -94,10 +94,34 @@ func ExampleUnknownOutcomeError() {
 	// outcome unknown after 3 attempts (last 503 provider_unavailable): retry later with order-7f3a-payment
 }
 
-// Transport serves any code that takes an http.Client.
+// Transport serves any code that takes an http.Client: here a 429 is
+// waited out, and the request sent again under the key it was given.
 func ExampleNewTransport() {
+	var mu sync.Mutex
+	keys := map[string]int{}
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys[r.Header.Get("Idempotency-Key")]++
+		first := keys[r.Header.Get("Idempotency-Key")] == 1
+		mu.Unlock()
+		if first {
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer api.Close()
+
 	hc := &http.Client{Transport: idemclient.NewTransport(func(o *idemclient.Options) {
-		o.AttemptTimeout = 10 * time.Second // one attempt; the context bounds them all
+		o.AttemptTimeout = 10 * time.Second // each attempt; a context would bound them all
 	})}
-	_ = hc
+	resp, err := hc.Post(api.URL+"/orders", "application/json", strings.NewReader(`{"sku":"tea"}`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, "after", keys[idemclient.Key(resp)], "requests under one key")
+	// Output:
+	// 201 after 2 requests under one key
 }

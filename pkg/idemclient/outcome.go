@@ -29,10 +29,11 @@ type UnknownOutcomeError struct {
 	StatusCode int           // the last answer's status; 0 if the last attempt got none
 	Code       string        // the last answer's machine-readable code, if it had one
 	RetryAfter time.Duration // the last answer's Retry-After, if it had one
-	// Err is why the retries ended: the context's error, a deadline too
-	// close for the next attempt (it matches context.DeadlineExceeded), or
-	// the last attempt's error when the attempts ran out. Nil when the
-	// attempts ran out on an answer.
+	// Err is why the retries ended: the context's error; a deadline too
+	// close for the next attempt (it matches context.DeadlineExceeded); a
+	// Retry-After over Options.MaxRetryAfter; a body that GetBody could not
+	// give again; or, when the attempts ran out, the last attempt's error
+	// (nil if the last attempt got an answer).
 	Err error
 }
 
