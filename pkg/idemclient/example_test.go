@@ -121,6 +121,8 @@ func ExampleNewTransport() {
 		log.Fatal(err)
 	}
 	resp.Body.Close()
+	mu.Lock()
+	defer mu.Unlock()
 	fmt.Println(resp.StatusCode, "after", keys[idemclient.Key(resp)], "requests under one key")
 	// Output:
 	// 201 after 2 requests under one key
