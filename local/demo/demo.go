@@ -1,23 +1,25 @@
 // Package demo walks through what idempotency keys guarantee, against a
 // running local stack over HTTP: each scenario prints what it sent and what
-// came back, and counts the charges the provider made. make demo prints it;
-// the end-to-end test asserts it.
+// came back, and counts the charges the provider made. Requests go through
+// pkg/idemclient, which does every retry on its own; the demo prints each
+// attempt. make demo prints it; the end-to-end test asserts it.
 package demo
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/idemkeys/idem/local/faultproxy"
 	"github.com/idemkeys/idem/local/provider"
+	"github.com/idemkeys/idem/pkg/idemclient"
 )
 
 // Target is the stack to talk to.
@@ -55,6 +57,12 @@ func Run(ctx context.Context, t Target, out io.Writer) ([]Result, error) {
 	if _, err := c.effects(ctx); err != nil {
 		return nil, fmt.Errorf("the provider simulator does not answer at %s (is make run up?): %w", t.ProviderURL, err)
 	}
+	drops, stop, err := startDropProxy(t.APIURL)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	c.dropURL, c.drops = drops.url, drops.proxy
 	var results []Result
 	for i, s := range scenarios {
 		fmt.Fprintf(out, "\n%d. %s\n", i+1, s.name)
@@ -62,13 +70,15 @@ func Run(ctx context.Context, t Target, out io.Writer) ([]Result, error) {
 		if err != nil {
 			return results, err
 		}
-		c.requests = 0
+		c.mu.Lock()
+		c.requests, c.retries = 0, nil
+		c.mu.Unlock()
 		runErr := s.run(ctx, c)
 		after, err := c.effects(ctx)
 		if err != nil {
 			return results, err
 		}
-		r := Result{Name: s.name, Requests: c.requests, Charges: after - before, WantCharges: s.wantCharges, Err: runErr}
+		r := Result{Name: s.name, Requests: c.requests, Charges: len(after) - len(before), WantCharges: s.wantCharges, Err: runErr}
 		verdict := "✔"
 		if !r.OK() {
 			verdict = "✘"
@@ -84,7 +94,7 @@ func Run(ctx context.Context, t Target, out io.Writer) ([]Result, error) {
 }
 
 func summary(out io.Writer, results []Result) {
-	fmt.Fprintf(out, "\n%-58s %8s %8s %6s\n", "scenario", "requests", "charges", "")
+	fmt.Fprintf(out, "\n%-64s %8s %8s\n", "scenario", "requests", "charges")
 	fmt.Fprintln(out, strings.Repeat("-", 90))
 	requests, charges := 0, 0
 	for _, r := range results {
@@ -105,11 +115,11 @@ const visa = `{"amount":1050,"currency":"usd","payment_method":"pm_card_visa","d
 var scenarios = []scenario{
 	{"a charge, then the same request again (a replay)", 1, func(ctx context.Context, c *client) error {
 		key := newKey()
-		first, err := c.post(ctx, "/charges", key, visa, 0)
+		first, err := c.post(ctx, "/charges", key, visa)
 		if err != nil {
 			return err
 		}
-		again, err := c.post(ctx, "/charges", key, visa, 0)
+		again, err := c.post(ctx, "/charges", key, visa)
 		if err != nil {
 			return err
 		}
@@ -117,64 +127,80 @@ var scenarios = []scenario{
 	}},
 	{"the same key with another amount (422)", 1, func(ctx context.Context, c *client) error {
 		key := newKey()
-		first, err := c.post(ctx, "/charges", key, visa, 0)
+		first, err := c.post(ctx, "/charges", key, visa)
 		if err != nil {
 			return err
 		}
-		other, err := c.post(ctx, "/charges", key, strings.Replace(visa, "1050", "9900", 1), 0)
+		other, err := c.post(ctx, "/charges", key, strings.Replace(visa, "1050", "9900", 1))
 		if err != nil {
 			return err
 		}
-		return all(first.want(201, false), other.want(422, false))
+		return all(first.want(201, false), other.want(422, false), noRetries(c))
 	}},
 	{"a double click: two requests at once, one charge", 1, func(ctx context.Context, c *client) error {
+		// The provider takes 1s, so the click that loses the race finds the
+		// other in progress (409): its client waits as told, and gets the
+		// replay.
+		if err := c.fault(ctx, provider.Fault{Kind: provider.Delay, Delay: time.Second}); err != nil {
+			return err
+		}
 		key := newKey()
 		var wg sync.WaitGroup
 		answers := make([]*answer, 2)
 		errs := make([]error, 2)
 		for i := range answers {
-			wg.Add(1)
-			go func() { defer wg.Done(); answers[i], errs[i] = c.post(ctx, "/charges", key, visa, 0) }()
+			wg.Go(func() { answers[i], errs[i] = c.post(ctx, "/charges", key, visa) })
 		}
 		wg.Wait()
 		if err := errors.Join(errs...); err != nil {
 			return err
 		}
-		for _, a := range answers {
-			if a.status != 201 && a.status != 409 {
-				return fmt.Errorf("got %d, want 201 or 409 (in progress)", a.status)
-			}
+		fresh, replay := answers[0], answers[1]
+		if fresh.replayed {
+			fresh, replay = replay, fresh
 		}
-		final, err := c.post(ctx, "/charges", key, visa, 0)
-		if err != nil {
-			return err
-		}
-		return final.want(201, true)
+		return all(fresh.want(201, false), replay.want(201, true), same(fresh, replay), retriedOn(c, 409))
 	}},
 	{"a retry after a timeout whose first attempt succeeded", 1, func(ctx context.Context, c *client) error {
-		// The provider takes 1.5s; the client gives up after 0.5s, but the
-		// function carries on and commits.
+		// The provider takes 1.5s; the client gives each attempt 0.5s. The
+		// function carries on after the client's timeout and commits; the
+		// client's retries find it in progress, then replay it.
 		if err := c.fault(ctx, provider.Fault{Kind: provider.Delay, Delay: 1500 * time.Millisecond}); err != nil {
 			return err
 		}
-		key := newKey()
-		if _, err := c.post(ctx, "/charges", key, visa, 500*time.Millisecond); err == nil {
-			return errors.New("the first attempt was meant to time out at the client")
-		}
-		final, err := c.retryUntilDone(ctx, "/charges", key, visa)
+		impatient := c.idem(func(o *idemclient.Options) { o.AttemptTimeout = 500 * time.Millisecond })
+		final, err := c.call(ctx, impatient, http.MethodPost, c.target.APIURL+"/charges", newKey(), visa)
 		if err != nil {
 			return err
 		}
-		return final.want(201, true)
+		return all(final.want(201, true), retriedOn(c, 0))
+	}},
+	{"an answer lost after the commit: the client retries on its own", 1, func(ctx context.Context, c *client) error {
+		// A proxy in front of the API forwards the request, lets the charge
+		// commit, and drops the connection instead of answering.
+		c.printf("   ⚙ proxy in front of the API: the next answer is dropped after the commit")
+		c.drops.Inject(faultproxy.Fault{Kind: faultproxy.CommitThenDrop})
+		before, err := c.effects(ctx)
+		if err != nil {
+			return err
+		}
+		final, err := c.call(ctx, c.idem(), http.MethodPost, c.dropURL+"/charges", newKey(), visa)
+		if err != nil {
+			return err
+		}
+		if err := all(final.want(201, true), retriedOn(c, 0)); err != nil {
+			return err
+		}
+		return sameCharge(ctx, c, before, final)
 	}},
 	{"a declined card: 402, stored and replayed", 1, func(ctx context.Context, c *client) error {
 		key := newKey()
 		body := `{"amount":2500,"currency":"eur","payment_method":"` + provider.CardDeclined + `"}`
-		first, err := c.post(ctx, "/charges", key, body, 0)
+		first, err := c.post(ctx, "/charges", key, body)
 		if err != nil {
 			return err
 		}
-		again, err := c.post(ctx, "/charges", key, body, 0)
+		again, err := c.post(ctx, "/charges", key, body)
 		if err != nil {
 			return err
 		}
@@ -182,48 +208,46 @@ var scenarios = []scenario{
 	}},
 	{"a crash after the provider call, then a takeover", 1, func(ctx context.Context, c *client) error {
 		// The provider charges, then holds its answer; meanwhile the
-		// function's process is killed. Its lease runs out, and the retry
-		// takes over: the provider recognises the downstream key.
+		// function's process is killed. The client retries: 409 while the
+		// dead holder's lease runs, then its retry takes over, and the
+		// provider recognises the downstream key.
 		if err := c.fault(ctx, provider.Fault{Kind: provider.HangAfterEffect, Delay: 30 * time.Second}); err != nil {
 			return err
 		}
-		key := newKey()
 		before, err := c.effects(ctx)
 		if err != nil {
 			return err
 		}
-		go c.post(context.WithoutCancel(ctx), "/charges", key, visa, 2*time.Second)
-		if err := c.waitEffects(ctx, before+1); err != nil {
+		var final *answer
+		done := make(chan error, 1)
+		go func() {
+			var err error
+			final, err = c.post(ctx, "/charges", newKey(), visa)
+			done <- err
+		}()
+		if err := c.waitEffects(ctx, len(before)+1); err != nil {
 			return err
 		}
 		if err := c.crash(ctx); err != nil {
 			return err
 		}
-		busy, err := c.post(ctx, "/charges", key, visa, 0)
-		if err != nil {
+		if err := <-done; err != nil {
 			return err
 		}
-		if err := busy.want(409, false); err != nil {
-			return fmt.Errorf("right after the crash: %w", err)
-		}
-		final, err := c.retryUntilDone(ctx, "/charges", key, visa)
-		if err != nil {
-			return err
-		}
-		return final.want(201, false)
+		return all(final.want(201, false), retriedOn(c, 409), sameCharge(ctx, c, before, final))
 	}},
 	{"natural idempotency: PUT /orders/{id} with a client-chosen id", 0, func(ctx context.Context, c *client) error {
-		path := "/orders/ord-" + strings.ToLower(rand.Text()[:8])
+		url := c.target.APIURL + "/orders/ord-" + strings.ToLower(rand.Text()[:8])
 		order := `{"items":[{"sku":"tea","quantity":2}]}`
-		first, err := c.send(ctx, http.MethodPut, path, "", order, 0)
+		first, err := c.call(ctx, c.idem(), http.MethodPut, url, "", order)
 		if err != nil {
 			return err
 		}
-		same, err := c.send(ctx, http.MethodPut, path, "", order, 0)
+		same, err := c.call(ctx, c.idem(), http.MethodPut, url, "", order)
 		if err != nil {
 			return err
 		}
-		other, err := c.send(ctx, http.MethodPut, path, "", `{"items":[{"sku":"coffee","quantity":1}]}`, 0)
+		other, err := c.call(ctx, c.idem(), http.MethodPut, url, "", `{"items":[{"sku":"coffee","quantity":1}]}`)
 		if err != nil {
 			return err
 		}
@@ -231,160 +255,57 @@ var scenarios = []scenario{
 	}},
 }
 
-type client struct {
-	target   Target
-	token    string
-	out      io.Writer
-	http     *http.Client
-	mu       sync.Mutex
-	requests int
-}
-
-type answer struct {
-	status   int
-	replayed bool
-	body     string
-}
-
-func (a *answer) want(status int, replayed bool) error {
-	if a.status != status || a.replayed != replayed {
-		return fmt.Errorf("got %d (replayed=%v), want %d (replayed=%v): %s", a.status, a.replayed, status, replayed, a.body)
-	}
-	return nil
-}
-
-func same(a, b *answer) error {
-	if a.body != b.body {
-		return fmt.Errorf("the replay's body differs:\n   %s\n   %s", a.body, b.body)
-	}
-	return nil
-}
-
-func all(errs ...error) error { return errors.Join(errs...) }
-
 func newKey() string { return "demo-" + strings.ToLower(rand.Text()) }
 
-func (c *client) post(ctx context.Context, path, key, body string, timeout time.Duration) (*answer, error) {
-	return c.send(ctx, http.MethodPost, path, key, body, timeout)
-}
-
-// send makes one request, printing it and its answer. A timeout of 0 means
-// the default of 15s.
-func (c *client) send(ctx context.Context, method, path, key, body string, timeout time.Duration) (*answer, error) {
-	if timeout == 0 {
-		timeout = 15 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, c.target.APIURL+path, strings.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set("Content-Type", "application/json")
-	shown := ""
-	if key != "" {
-		req.Header.Set("Idempotency-Key", key)
-		shown = " Idempotency-Key: " + key[:13] + "…"
-	}
-	c.mu.Lock()
-	c.requests++
-	c.mu.Unlock()
-	c.printf("   → %s %s%s %s", method, path, shown, body)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		c.printf("   ← (no answer: %v)", errors.Unwrap(err))
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	a := &answer{status: resp.StatusCode, replayed: resp.Header.Get("Idempotent-Replayed") == "true", body: string(b)}
-	extra := ""
-	if a.replayed {
-		extra = " Idempotent-Replayed: true"
-	}
-	if ra := resp.Header.Get("Retry-After"); ra != "" {
-		extra += " Retry-After: " + ra
-	}
-	c.printf("   ← %d%s %s", a.status, extra, a.body)
-	return a, nil
-}
-
-// retryUntilDone retries as a client should: after 409, wait Retry-After
-// seconds and send the same request again, for up to 20s.
-func (c *client) retryUntilDone(ctx context.Context, path, key, body string) (*answer, error) {
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		a, err := c.post(ctx, path, key, body, 0)
-		if err != nil {
-			return nil, err
-		}
-		if a.status != 409 || time.Now().After(deadline) {
-			return a, nil
-		}
-		time.Sleep(time.Second)
-	}
-}
-
-func (c *client) printf(format string, args ...any) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	line := fmt.Sprintf(format, args...)
-	if len(line) > 200 {
-		line = line[:200] + "…"
-	}
-	fmt.Fprintln(c.out, line)
-}
-
-func (c *client) effects(ctx context.Context) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.target.ProviderURL+"/_sim/effects", nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	var effects []provider.Effect
-	if err := json.NewDecoder(resp.Body).Decode(&effects); err != nil {
-		return 0, err
-	}
-	return len(effects), nil
-}
-
-func (c *client) waitEffects(ctx context.Context, n int) error {
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if got, err := c.effects(ctx); err != nil || got >= n {
-			return err
+// retriedOn checks that the client retried after an answer of status (0:
+// no answer at all).
+func retriedOn(c *client, status int) error {
+	for _, r := range c.retried() {
+		if r.StatusCode == status {
+			return nil
 		}
 	}
-	return errors.New("the provider never charged")
+	return fmt.Errorf("the client never retried after a %d (retries: %+v)", status, c.retried())
 }
 
-func (c *client) fault(ctx context.Context, f provider.Fault) error {
-	b, _ := json.Marshal(f)
-	c.printf("   ⚙ provider fault: %s", b)
-	return c.admin(ctx, c.target.ProviderURL+"/_sim/faults", b)
-}
-
-func (c *client) crash(ctx context.Context) error {
-	c.printf("   ⚙ kill -9 the function's process mid-request")
-	return c.admin(ctx, c.target.APIURL+"/_local/crash", nil)
-}
-
-func (c *client) admin(ctx context.Context, url string, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		return fmt.Errorf("%s answered %d", url, resp.StatusCode)
+func noRetries(c *client) error {
+	if r := c.retried(); len(r) > 0 {
+		return fmt.Errorf("the client retried a refusal: %+v", r)
 	}
 	return nil
+}
+
+// sameCharge checks that the answer is the one charge the provider made
+// since before: the original charge's id, not a second charge's.
+func sameCharge(ctx context.Context, c *client, before []provider.Effect, a *answer) error {
+	after, err := c.effects(ctx)
+	if err != nil {
+		return err
+	}
+	if len(after) != len(before)+1 || after[len(after)-1].PaymentIntentID != a.id() {
+		return fmt.Errorf("the answer's charge %q is not the provider's one new charge (%d new)", a.id(), len(after)-len(before))
+	}
+	c.printf("   ✓ the 201 holds %s, the one charge the provider made", a.id())
+	return nil
+}
+
+// dropProxy is the API behind a faultproxy, which can drop an answer after
+// the API has acted on its request.
+type dropProxy struct {
+	url   string
+	proxy *faultproxy.Proxy
+}
+
+func startDropProxy(apiURL string) (*dropProxy, func(), error) {
+	p, err := faultproxy.New(apiURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	srv := &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(l)
+	return &dropProxy{url: "http://" + l.Addr().String(), proxy: p}, func() { srv.Close() }, nil
 }

@@ -1,0 +1,59 @@
+package idemclient
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ErrOutcomeUnknown is matched (errors.Is) by every error that ends an
+// operation which may have taken effect: an *UnknownOutcomeError.
+var ErrOutcomeUnknown = errors.New("idemclient: outcome unknown")
+
+// ErrBodyNotReplayable refuses, before anything is sent, a request whose body
+// cannot be sent again: it has a body but no GetBody. http.NewRequest sets
+// GetBody for a *bytes.Buffer, *bytes.Reader or *strings.Reader body.
+var ErrBodyNotReplayable = errors.New("idemclient: the request has a body but no GetBody, so a retry could not resend it")
+
+// UnknownOutcomeError is the error of an operation whose retries ended
+// (the context's deadline, the attempts, or a Retry-After too long to wait)
+// after an attempt that may have taken effect: a connection that failed
+// after the request may have been sent, a 5xx, a 409 request_in_progress.
+// The operation may have happened or not. Send the same request again with
+// Key, later, to learn which: the server replays the result if it happened
+// and runs it if it did not.
+type UnknownOutcomeError struct {
+	Key        string        // the Idempotency-Key every attempt carried
+	Attempts   int           // attempts sent
+	StatusCode int           // the last answer's status; 0 if the last attempt got none
+	Code       string        // the last answer's machine-readable code, if it had one
+	RetryAfter time.Duration // the last answer's Retry-After, if it had one
+	// Err is why the retries ended: the context's error; a deadline too
+	// close for the next attempt (it matches context.DeadlineExceeded); a
+	// Retry-After over Options.MaxRetryAfter; a body that GetBody could not
+	// give again; or, when the attempts ran out, the last attempt's error
+	// (nil if the last attempt got an answer).
+	Err error
+}
+
+func (e *UnknownOutcomeError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "idemclient: outcome unknown after %d attempt(s)", e.Attempts)
+	if e.StatusCode != 0 {
+		fmt.Fprintf(&b, ", last answer %d", e.StatusCode)
+		if e.Code != "" {
+			b.WriteString(" " + e.Code)
+		}
+	}
+	if e.Err != nil {
+		b.WriteString(": " + e.Err.Error())
+	}
+	fmt.Fprintf(&b, "; retry later with Idempotency-Key %q", e.Key)
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrOutcomeUnknown) true.
+func (e *UnknownOutcomeError) Is(target error) bool { return target == ErrOutcomeUnknown }
+
+func (e *UnknownOutcomeError) Unwrap() error { return e.Err }

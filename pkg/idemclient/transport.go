@@ -1,0 +1,319 @@
+package idemclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Header names and the code of the IETF draft "The Idempotency-Key HTTP
+// Header Field", as pkg/idem answers them.
+const (
+	HeaderKey      = "Idempotency-Key"
+	HeaderReplayed = "Idempotent-Replayed"
+	// CodeInProgress is the code of a 409 that means "the same request is
+	// still being processed": the one 409 that is retried.
+	CodeInProgress = "request_in_progress"
+)
+
+// Options configure a Transport or a Client. Zero values take the defaults
+// in brackets.
+type Options struct {
+	// Base sends each attempt [http.DefaultTransport].
+	Base http.RoundTripper
+	// Methods are the methods that get a key and retries [POST, PATCH].
+	// A request of another method goes to Base once, untouched.
+	Methods []string
+	// MaxAttempts bounds the attempts of one operation, the first one
+	// included [8].
+	MaxAttempts int
+	// MinBackoff and MaxBackoff shape the wait after attempt n when the
+	// server names none: between half and all of
+	// min(MaxBackoff, MinBackoff·2ⁿ⁻¹) [100ms, 5s].
+	MinBackoff, MaxBackoff time.Duration
+	// MaxRetryAfter is the longest Retry-After the client waits out [1m].
+	// A longer one ends the retries (the error carries it).
+	MaxRetryAfter time.Duration
+	// AttemptTimeout, when set, ends an attempt that has not answered in
+	// that time. Such an attempt may have been processed, so it is retried
+	// like a dropped connection. It does not cut the body of the answer
+	// handed back, which the caller reads in its own time. The context's
+	// deadline bounds the whole operation either way [none].
+	AttemptTimeout time.Duration
+	// NewKey makes the key of a request that has none [a random UUID,
+	// version 4].
+	NewKey func() string
+	// OnRetry, when set, is told of each retry before its wait: for logs
+	// and metrics.
+	OnRetry func(Retry)
+}
+
+// Retry describes an attempt that is about to be sent again.
+type Retry struct {
+	Key        string
+	Attempt    int           // the attempt that failed, from 1
+	StatusCode int           // its answer's status; 0 if it got none
+	Code       string        // its answer's machine-readable code, if any
+	Err        error         // why it got no answer
+	Wait       time.Duration // before the next attempt
+}
+
+// Transport is an http.RoundTripper that sends each request of the
+// configured methods as one logical operation: under one Idempotency-Key,
+// again and again until it has the server's answer (see the package doc).
+// It is safe for concurrent use.
+type Transport struct {
+	o     Options
+	now   func() time.Time
+	sleep func(ctx context.Context, d time.Duration) error
+}
+
+// NewTransport returns a Transport with the options set by optFns.
+func NewTransport(optFns ...func(*Options)) *Transport {
+	o := Options{
+		Base: http.DefaultTransport, Methods: []string{http.MethodPost, http.MethodPatch},
+		MaxAttempts: 8, MinBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second,
+		MaxRetryAfter: time.Minute, NewKey: uuid.NewString,
+	}
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	o.MaxAttempts = max(o.MaxAttempts, 1)
+	o.MaxBackoff = max(o.MaxBackoff, o.MinBackoff)
+	return &Transport{o: o, now: time.Now, sleep: sleep}
+}
+
+// RoundTrip sends req until it has an answer that is not to be retried, and
+// returns that answer. It returns an *UnknownOutcomeError when the retries
+// end after an attempt that may have taken effect, and a plain error only
+// when nothing can have happened. It does not modify req: the key goes on
+// a clone, which the response's Request is.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !t.applies(req.Method) {
+		return t.o.Base.RoundTrip(req)
+	}
+	op, err := t.begin(req)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		if err := op.ctx.Err(); err != nil {
+			return op.giveUp(attempt{}, err)
+		}
+		a, err := op.send()
+		if err != nil {
+			return op.giveUp(attempt{}, err)
+		}
+		retry, acted := judge(a.status(), a.code, a.err)
+		op.acted = op.acted || acted
+		if !retry {
+			a.keep()
+			return a.resp, nil
+		}
+		wait, stop := op.next(a)
+		if stop != nil {
+			return op.giveUp(a, stop)
+		}
+		a.discard()
+		op.report(a, wait)
+		if err := t.sleep(op.ctx, wait); err != nil {
+			return op.giveUp(attempt{}, err)
+		}
+	}
+}
+
+func (t *Transport) applies(method string) bool { return slices.Contains(t.o.Methods, method) }
+
+// begin checks that the body can be sent again and gives the operation its
+// key: the caller's, if the request has one.
+func (t *Transport) begin(req *http.Request) (*operation, error) {
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		req.Body.Close()
+		return nil, ErrBodyNotReplayable
+	}
+	r := req.Clone(req.Context())
+	if r.Header == nil {
+		r.Header = http.Header{}
+	}
+	if _, set := r.Header[HeaderKey]; !set {
+		r.Header.Set(HeaderKey, t.o.NewKey())
+	}
+	return &operation{t: t, req: r, ctx: req.Context(), key: r.Header.Get(HeaderKey)}, nil
+}
+
+// operation is one logical operation: one request, its key, its attempts.
+type operation struct {
+	t     *Transport
+	req   *http.Request // the caller's request, with the key
+	ctx   context.Context
+	key   string
+	n     int     // attempts sent
+	acted bool    // an attempt may have taken effect
+	last  attempt // the last attempt that was sent
+}
+
+// attempt is what one send got back.
+type attempt struct {
+	resp          *http.Response
+	err           error
+	code          string
+	retryAfter    time.Duration
+	hasRetryAfter bool
+	keep          func() // lifts AttemptTimeout off an answer handed back
+}
+
+func (a attempt) status() int {
+	if a.resp == nil {
+		return 0
+	}
+	return a.resp.StatusCode
+}
+
+// discard drains a little of a retried answer, so its connection can be
+// reused, and closes it.
+func (a attempt) discard() {
+	if a.resp != nil {
+		io.Copy(io.Discard, io.LimitReader(a.resp.Body, 4<<10))
+		a.resp.Body.Close()
+	}
+}
+
+// send makes one attempt. Its error is not the attempt's (that is in the
+// attempt) but the request's: a body that could not be produced again.
+func (op *operation) send() (attempt, error) {
+	r := op.req.WithContext(op.ctx)
+	if op.n > 0 && op.req.GetBody != nil {
+		body, err := op.req.GetBody()
+		if err != nil {
+			return attempt{}, fmt.Errorf("idemclient: replaying the body: %w", err)
+		}
+		r.Body = body
+	}
+	op.n++
+	resp, keep, err := op.roundTrip(r)
+	if err != nil {
+		op.last = attempt{err: err}
+		return op.last, nil
+	}
+	a := attempt{resp: resp, keep: keep}
+	if s := resp.StatusCode; s == http.StatusConflict || s == http.StatusTooManyRequests || s >= 500 {
+		a.code = ProblemCode(resp)
+		a.retryAfter, a.hasRetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), op.t.now())
+	}
+	op.last = a
+	return a, nil
+}
+
+// roundTrip sends r through Base, within AttemptTimeout if one is set.
+// The timeout runs on while the answer is judged (its code read, a retried
+// answer drained); keep stops it for an answer handed back, whose body the
+// caller reads in its own time.
+func (op *operation) roundTrip(r *http.Request) (_ *http.Response, keep func(), _ error) {
+	d := op.t.o.AttemptTimeout
+	if d <= 0 {
+		resp, err := op.t.o.Base.RoundTrip(r)
+		return resp, func() {}, err
+	}
+	ctx, cancel := context.WithCancelCause(r.Context())
+	timer := time.AfterFunc(d, func() { cancel(errAttemptTimeout) })
+	resp, err := op.t.o.Base.RoundTrip(r.WithContext(ctx))
+	if err != nil {
+		timer.Stop()
+		if context.Cause(ctx) == errAttemptTimeout {
+			err = fmt.Errorf("%w (%v): %v", errAttemptTimeout, d, err)
+		}
+		cancel(nil)
+		return nil, nil, err
+	}
+	resp.Body = &rewound{Reader: resp.Body, Closer: cancelOnClose{resp.Body, func() { cancel(nil) }}}
+	return resp, func() { timer.Stop() }, nil
+}
+
+// next is the wait before the next attempt, or why there is none.
+func (op *operation) next(a attempt) (time.Duration, error) {
+	o := op.t.o
+	if err := op.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if op.n >= o.MaxAttempts {
+		return 0, errNoAttemptsLeft
+	}
+	wait := backoff(op.n, o.MinBackoff, o.MaxBackoff, rand.Float64())
+	if a.hasRetryAfter {
+		if a.retryAfter > o.MaxRetryAfter {
+			return 0, fmt.Errorf("the server asks to wait %v, over MaxRetryAfter (%v)", a.retryAfter, o.MaxRetryAfter)
+		}
+		wait = max(wait, a.retryAfter)
+	}
+	if deadline, ok := op.ctx.Deadline(); ok && !op.t.now().Add(wait).Before(deadline) {
+		return 0, fmt.Errorf("the next attempt, in %v, would start after the deadline: %w", wait.Round(time.Millisecond), context.DeadlineExceeded)
+	}
+	return wait, nil
+}
+
+var (
+	// errNoAttemptsLeft is next's word for MaxAttempts reached.
+	errNoAttemptsLeft = errors.New("no attempts left")
+	errAttemptTimeout = errors.New("no answer within AttemptTimeout")
+)
+
+// giveUp ends the operation without an answer to hand back, for why. If
+// no attempt can have taken effect, the failure is plain: nothing happened
+// (a 429 that was the last answer is handed back as it is). Otherwise the
+// outcome is unknown, and the error carries the key to ask again with.
+func (op *operation) giveUp(a attempt, why error) (*http.Response, error) {
+	if op.n == 0 && op.req.Body != nil {
+		op.req.Body.Close() // RoundTrip closes the body, sent or not
+	}
+	if errors.Is(why, errNoAttemptsLeft) {
+		why = op.last.err
+	}
+	if !op.acted {
+		if a.resp != nil {
+			a.keep()
+			return a.resp, nil
+		}
+		return nil, fmt.Errorf("idemclient: gave up after %d attempt(s), none of which can have taken effect: %w", op.n, why)
+	}
+	a.discard()
+	return nil, &UnknownOutcomeError{
+		Key: op.key, Attempts: op.n, StatusCode: op.last.status(), Code: op.last.code,
+		RetryAfter: op.last.retryAfter, Err: why,
+	}
+}
+
+func (op *operation) report(a attempt, wait time.Duration) {
+	if op.t.o.OnRetry != nil {
+		op.t.o.OnRetry(Retry{Key: op.key, Attempt: op.n, StatusCode: a.status(), Code: a.code, Err: a.err, Wait: wait})
+	}
+}
+
+// cancelOnClose ends an attempt's context once its answer's body is closed.
+type cancelOnClose struct {
+	io.Closer
+	cancel func()
+}
+
+func (c cancelOnClose) Close() error {
+	err := c.Closer.Close()
+	c.cancel()
+	return err
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,504 @@
+package idemclient
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+func TestOneKeyPerOperationKeptAcrossRetries(t *testing.T) {
+	srv, s := serve(t, answer(503, "provider_busy"), drop, created)
+	tr, _ := testTransport(t, nil)
+	req := post(t, context.Background(), srv.URL, `{"amount":100}`)
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, resp)
+	got := s.requests()
+	if len(got) != 3 {
+		t.Fatalf("%d requests, want 3", len(got))
+	}
+	key := got[0].key
+	if u, err := uuid.Parse(key); err != nil || u.Version() != 4 {
+		t.Fatalf("key %q is not a version 4 UUID (%v)", key, err)
+	}
+	for i, r := range got {
+		if r.key != key {
+			t.Fatalf("attempt %d carried key %q, attempt 1 %q", i+1, r.key, key)
+		}
+	}
+	if Key(resp) != key {
+		t.Fatalf("Key(resp) = %q, want %q", Key(resp), key)
+	}
+	if req.Header.Get(HeaderKey) != "" {
+		t.Fatal("RoundTrip modified the caller's request")
+	}
+
+	// Another operation gets another key.
+	srv2, s2 := serve(t, created)
+	resp, err = tr.RoundTrip(post(t, context.Background(), srv2.URL, `{"amount":100}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, resp)
+	if k := s2.requests()[0].key; k == key || k == "" {
+		t.Fatalf("the second operation's key is %q, the first's %q", k, key)
+	}
+}
+
+func TestCallerKeyIsKept(t *testing.T) {
+	srv, s := serve(t, answer(500, "internal_error"), created)
+	tr, _ := testTransport(t, nil)
+	req := post(t, context.Background(), srv.URL, `{}`)
+	req.Header.Set(HeaderKey, "order-42-payment")
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, resp)
+	for i, r := range s.requests() {
+		if r.key != "order-42-payment" {
+			t.Fatalf("attempt %d carried %q, want the caller's key", i+1, r.key)
+		}
+	}
+}
+
+func TestRetryRules(t *testing.T) {
+	cases := []struct {
+		name     string
+		first    http.HandlerFunc
+		attempts int // then 201, when retried
+		status   int // the status handed back
+	}{
+		{"201", created, 1, 201},
+		{"400", answer(400, "invalid_request"), 1, 400},
+		{"401", answer(401, "unauthenticated"), 1, 401},
+		{"403", answer(403, "forbidden"), 1, 403},
+		{"404", answer(404, "not_found"), 1, 404},
+		{"413", answer(413, "body_too_large"), 1, 413},
+		{"422", answer(422, "idempotency_key_reused"), 1, 422},
+		{"422 problem", problem(422, "idempotency_key_reused"), 1, 422},
+		{"409 of another code", answer(409, "order_exists"), 1, 409},
+		{"409 request_in_progress", answer(409, CodeInProgress), 2, 201},
+		{"409 request_in_progress, problem details", problem(409, CodeInProgress), 2, 201},
+		{"429", answer(429, "rate_limited"), 2, 201},
+		{"500", answer(500, "internal_error"), 2, 201},
+		{"501", answer(501, "not_implemented"), 2, 201},
+		{"502", answer(502, "provider_unavailable"), 2, 201},
+		{"503", problem(503, "provider_busy"), 2, 201},
+		{"504 with no body", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(504) }, 2, 201},
+		{"dropped connection", drop, 2, 201},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, _ := serve(t, tc.first, created)
+			tr, sent := testTransport(t, nil)
+			resp, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			readAll(t, resp)
+			if sent.count() != tc.attempts {
+				t.Fatalf("%d attempts, want %d", sent.count(), tc.attempts)
+			}
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tc.status)
+			}
+		})
+	}
+}
+
+func TestRefusalComesBackAsTheResponse(t *testing.T) {
+	srv, _ := serve(t, problem(422, "idempotency_key_reused"))
+	tr, sent := testTransport(t, nil)
+	resp, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
+	if err != nil {
+		t.Fatalf("a refusal came back as an error: %v", err)
+	}
+	if code := ProblemCode(resp); resp.StatusCode != 422 || code != "idempotency_key_reused" {
+		t.Fatalf("got %d %q", resp.StatusCode, code)
+	}
+	if body := readAll(t, resp); !strings.Contains(body, `"code":"idempotency_key_reused"`) {
+		t.Fatalf("the body was not kept whole after ProblemCode: %s", body)
+	}
+	if sent.count() != 1 {
+		t.Fatalf("%d attempts, want 1", sent.count())
+	}
+}
+
+func TestRetryAfterIsHonoured(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name  string
+		first http.HandlerFunc
+		want  time.Duration
+	}{
+		{"seconds on a 503", after("3", answer(503, "provider_busy")), 3 * time.Second},
+		{"seconds on a 409 in progress", after("2", problem(409, CodeInProgress)), 2 * time.Second},
+		{"seconds on a 429", after("4", answer(429, "rate_limited")), 4 * time.Second},
+		{"an HTTP-date", after(now.Add(7*time.Second).Format(http.TimeFormat), answer(503, "provider_busy")), 7 * time.Second},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, _ := serve(t, tc.first, created)
+			var waits []time.Duration
+			tr, _ := testTransport(t, &waits)
+			tr.now = func() time.Time { return now }
+			resp, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			readAll(t, resp)
+			if len(waits) != 1 || waits[0] != tc.want {
+				t.Fatalf("waited %v, want [%v]", waits, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	cases := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"0", 0, true},
+		{"5", 5 * time.Second, true},
+		{" 120 ", 2 * time.Minute, true},
+		{"99999999999999999999", 1<<63 - 1, true},
+		{"Sun, 01 Mar 2026 12:00:09 GMT", 9 * time.Second, true},  // IMF-fixdate
+		{"Sunday, 01-Mar-26 12:00:09 GMT", 9 * time.Second, true}, // RFC 850
+		{"Sun Mar  1 12:00:09 2026", 9 * time.Second, true},       // asctime
+		{"Sun, 01 Mar 2026 11:00:00 GMT", 0, true},                // past
+		{"", 0, false}, {"-1", 0, false}, {"1.5", 0, false}, {"+3", 0, false}, {"soon", 0, false},
+	}
+	for _, tc := range cases {
+		got, ok := parseRetryAfter(tc.in, now)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("parseRetryAfter(%q) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestBackoffIsCappedExponentialWithJitter(t *testing.T) {
+	lo, hi := 100*time.Millisecond, 5*time.Second
+	for n := 1; n <= 200; n++ {
+		step := hi
+		if n <= 6 {
+			step = lo << (n - 1) // 100ms, 200ms, ... 3.2s
+		}
+		low, high := backoff(n, lo, hi, 0), backoff(n, lo, hi, 0.999999)
+		if low != step/2 || high > step || high < step-step/1000 {
+			t.Fatalf("attempt %d: waits span [%v, %v], want [%v, %v)", n, low, high, step/2, step)
+		}
+	}
+	if d := backoff(3, lo, hi, 0.5); d == backoff(3, lo, hi, 0) {
+		t.Fatal("no jitter")
+	}
+	if d := backoff(80, time.Hour, 2*time.Hour, 0.999); d > 2*time.Hour {
+		t.Fatalf("overflowed past the cap: %v", d)
+	}
+}
+
+func TestBodyIsReplayedFromGetBody(t *testing.T) {
+	srv, s := serve(t, answer(503, "provider_busy"), drop, created)
+	tr, _ := testTransport(t, nil)
+	const body = `{"amount":1050,"currency":"usd"}`
+	req := post(t, context.Background(), srv.URL, body)
+	var calls atomic.Int32
+	getBody := req.GetBody
+	req.GetBody = func() (io.ReadCloser, error) { calls.Add(1); return getBody() }
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, resp)
+	for i, r := range s.requests() {
+		if r.body != body {
+			t.Fatalf("attempt %d sent %q, want %q", i+1, r.body, body)
+		}
+	}
+	if calls.Load() != 2 {
+		t.Fatalf("GetBody called %d times, want once per retry (2)", calls.Load())
+	}
+}
+
+func TestBodyWithoutGetBodyIsRefusedBeforeSending(t *testing.T) {
+	srv, s := serve(t, created)
+	tr, _ := testTransport(t, nil)
+	req, _ := http.NewRequest(http.MethodPost, srv.URL, io.MultiReader(strings.NewReader("{}")))
+	if req.GetBody != nil {
+		t.Fatal("test premise: this body has no GetBody")
+	}
+	_, err := tr.RoundTrip(req)
+	if !errors.Is(err, ErrBodyNotReplayable) || errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("err = %v, want ErrBodyNotReplayable", err)
+	}
+	if n := len(s.requests()); n != 0 {
+		t.Fatalf("%d requests sent", n)
+	}
+}
+
+func TestDeadlineGivesUnknownOutcomeWithTheKey(t *testing.T) {
+	t.Run("a Retry-After past the deadline stops at once", func(t *testing.T) {
+		srv, s := serve(t, after("30", problem(503, "provider_busy")))
+		var waits []time.Duration
+		tr, _ := testTransport(t, &waits)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := tr.RoundTrip(post(t, ctx, srv.URL, `{}`))
+		u := unknown(t, err)
+		if u.Key != s.requests()[0].key || u.Attempts != 1 || u.StatusCode != 503 || u.Code != "provider_busy" || u.RetryAfter != 30*time.Second {
+			t.Fatalf("%+v", u)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) || len(waits) != 0 {
+			t.Fatalf("err %v, waits %v: want a deadline error and no wait", err, waits)
+		}
+	})
+	t.Run("the deadline ends an attempt in flight", func(t *testing.T) {
+		srv, s := serve(t, hang)
+		tr, _ := testTransport(t, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		req := post(t, ctx, srv.URL, `{}`)
+		req.Header.Set(HeaderKey, "k-in-flight")
+		_, err := tr.RoundTrip(req)
+		u := unknown(t, err)
+		if u.Key != "k-in-flight" || u.Attempts != 1 || u.StatusCode != 0 || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("%+v (%v)", u, err)
+		}
+		if len(s.requests()) != 1 {
+			t.Fatalf("%d requests", len(s.requests()))
+		}
+	})
+	t.Run("the context cancelled during a wait", func(t *testing.T) {
+		srv, _ := serve(t, answer(502, "provider_unavailable"))
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		tr, _ := testTransport(t, nil, func(o *Options) {
+			o.MinBackoff, o.MaxBackoff = time.Hour, time.Hour
+			o.OnRetry = func(Retry) { cancel() }
+		})
+		_, err := tr.RoundTrip(post(t, ctx, srv.URL, `{}`))
+		if u := unknown(t, err); u.StatusCode != 502 || !errors.Is(err, context.Canceled) {
+			t.Fatalf("%+v (%v)", u, err)
+		}
+	})
+	t.Run("the attempts run out", func(t *testing.T) {
+		srv, _ := serve(t, answer(503, "provider_busy"))
+		tr, sent := testTransport(t, nil, func(o *Options) { o.MaxAttempts = 3 })
+		_, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
+		if u := unknown(t, err); u.Attempts != 3 || sent.count() != 3 || u.Err != nil {
+			t.Fatalf("%+v", u)
+		}
+	})
+	t.Run("a Retry-After over MaxRetryAfter", func(t *testing.T) {
+		srv, _ := serve(t, after("120", answer(503, "provider_busy")))
+		tr, _ := testTransport(t, nil)
+		_, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
+		if u := unknown(t, err); u.RetryAfter != 2*time.Minute || u.Attempts != 1 {
+			t.Fatalf("%+v", u)
+		}
+	})
+	t.Run("through Client, wrapped in a url.Error", func(t *testing.T) {
+		srv, _ := serve(t, drop)
+		c := New(func(o *Options) {
+			o.Base = &http.Transport{DisableKeepAlives: true}
+			o.MinBackoff, o.MaxAttempts = time.Millisecond, 2
+		})
+		_, err := c.Do(post(t, context.Background(), srv.URL, `{}`))
+		if u := unknown(t, err); u.Attempts != 2 || u.Key == "" {
+			t.Fatalf("%+v", u)
+		}
+	})
+}
+
+func TestNothingSentIsAPlainFailure(t *testing.T) {
+	t.Run("the server refused every attempt with 429", func(t *testing.T) {
+		srv, _ := serve(t, answer(429, "rate_limited"))
+		tr, sent := testTransport(t, nil, func(o *Options) { o.MaxAttempts = 3 })
+		resp, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
+		if err != nil || resp.StatusCode != 429 || sent.count() != 3 {
+			t.Fatalf("resp %v, err %v, %d attempts: want the last 429 after 3", resp, err, sent.count())
+		}
+		readAll(t, resp)
+	})
+	t.Run("no connection could be made", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		tr, sent := testTransport(t, nil, func(o *Options) { o.MaxAttempts = 3 })
+		_, err = tr.RoundTrip(post(t, context.Background(), "http://"+addr, `{}`))
+		if err == nil || errors.Is(err, ErrOutcomeUnknown) || sent.count() != 3 {
+			t.Fatalf("err %v after %d attempts: want a plain failure after 3", err, sent.count())
+		}
+	})
+	t.Run("the context ended before the first send", func(t *testing.T) {
+		srv, s := serve(t, created)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		tr, _ := testTransport(t, nil)
+		req := post(t, ctx, srv.URL, `{}`)
+		body := &closeCheck{Reader: strings.NewReader("{}")}
+		req.Body = body
+		_, err := tr.RoundTrip(req)
+		if !errors.Is(err, context.Canceled) || errors.Is(err, ErrOutcomeUnknown) || len(s.requests()) != 0 {
+			t.Fatalf("err %v, %d requests", err, len(s.requests()))
+		}
+		if !body.closed {
+			t.Fatal("the request's body was left open")
+		}
+	})
+}
+
+type closeCheck struct {
+	io.Reader
+	closed bool
+}
+
+func (c *closeCheck) Close() error { c.closed = true; return nil }
+
+func unknown(t *testing.T, err error) *UnknownOutcomeError {
+	t.Helper()
+	var u *UnknownOutcomeError
+	if !errors.As(err, &u) || !errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("err = %v, want an *UnknownOutcomeError", err)
+	}
+	return u
+}
+
+func TestAttemptTimeoutRetriesAndKeepsTheBodyReadable(t *testing.T) {
+	// The answer's body is sent only once RoundTrip has returned, and read
+	// after the attempt's timeout has passed: it must not end the read.
+	release := make(chan struct{})
+	late := func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+		http.NewResponseController(w).Flush()
+		<-release
+		io.WriteString(w, `{"id":"ch_1"}`)
+	}
+	srv, s := serve(t, hang, late)
+	tr, _ := testTransport(t, nil, func(o *Options) { o.AttemptTimeout = 300 * time.Millisecond; o.MaxAttempts = 20 })
+	resp, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond) // past the attempt's 300ms, whatever the load
+	close(release)
+	if body := readAll(t, resp); resp.StatusCode != 201 || !strings.Contains(body, "ch_1") {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if n := len(s.requests()); n < 2 {
+		t.Fatalf("%d requests, want the timed-out one and a retry", n)
+	}
+}
+
+func TestOtherMethodsPassThroughOnce(t *testing.T) {
+	srv, s := serve(t, answer(503, "busy"), created)
+	tr, _ := testTransport(t, nil)
+	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodDelete} {
+		req, _ := http.NewRequest(m, srv.URL, nil)
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+	}
+	got := s.requests()
+	if len(got) != 3 || got[0].key != "" {
+		t.Fatalf("%+v: want 3 requests, each sent once, without a key", got)
+	}
+}
+
+func TestOnRetryReportsEachRetry(t *testing.T) {
+	srv, _ := serve(t, after("1", problem(409, CodeInProgress)), drop, created)
+	var waits []time.Duration
+	var retries []Retry
+	tr, _ := testTransport(t, &waits, func(o *Options) { o.OnRetry = func(r Retry) { retries = append(retries, r) } })
+	req := post(t, context.Background(), srv.URL, `{}`)
+	req.Header.Set(HeaderKey, "k1")
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, resp)
+	if len(retries) != 2 {
+		t.Fatalf("%+v", retries)
+	}
+	r0, r1 := retries[0], retries[1]
+	if r0.Key != "k1" || r0.Attempt != 1 || r0.StatusCode != 409 || r0.Code != CodeInProgress || r0.Wait != time.Second {
+		t.Fatalf("first retry: %+v", r0)
+	}
+	if r1.Attempt != 2 || r1.StatusCode != 0 || r1.Err == nil {
+		t.Fatalf("second retry: %+v", r1)
+	}
+}
+
+func TestClientKeepsTheKeyAcrossARedirect(t *testing.T) {
+	var mu sync.Mutex
+	keys := map[string]string{}
+	srv, _ := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys[r.URL.Path] = r.Header.Get(HeaderKey)
+		mu.Unlock()
+		if r.URL.Path == "/old" {
+			http.Redirect(w, r, "/new", http.StatusPermanentRedirect)
+			return
+		}
+		created(w, r)
+	})
+	resp, err := New().Do(post(t, context.Background(), srv.URL+"/old", `{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, resp)
+	if keys["/old"] == "" || keys["/new"] != keys["/old"] {
+		t.Fatalf("keys %v: want one key on both", keys)
+	}
+}
+
+func TestConcurrentOperations(t *testing.T) {
+	var mu sync.Mutex
+	tried := map[string]bool{}
+	srv, _ := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		again := tried[r.Header.Get(HeaderKey)]
+		tried[r.Header.Get(HeaderKey)] = true
+		mu.Unlock()
+		if !again {
+			answer(503, "busy")(w, r)
+			return
+		}
+		created(w, r)
+	})
+	tr, sent := testTransport(t, nil)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			resp, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			readAll(t, resp)
+		})
+	}
+	wg.Wait()
+	if sent.count() != 16 || len(tried) != 8 {
+		t.Fatalf("%d attempts for %d keys, want 16 for 8", sent.count(), len(tried))
+	}
+}
