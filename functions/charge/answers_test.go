@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -206,8 +208,19 @@ func TestEveryProviderAnswerIsClassified(t *testing.T) {
 		{"wrong secret (401)", func(f *fixture) {
 			f.server.payments = newStripePayments(f.api, "sk_wrong", f.server.log)
 		}, 502, "provider_misconfigured", false},
-		{"wrong base URL (404)", func(f *fixture) {
-			f.server.payments = newStripePayments(f.api+"/nothing-here", secret, f.server.log)
+		{"wrong URL (404 with an error object)", func(f *fixture) {
+			// Reads reach the provider; the create meets a 404, as a
+			// base URL of some other Stripe-like service would give.
+			other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodPost {
+					w.WriteHeader(http.StatusNotFound)
+					w.Write([]byte(`{"error":{"type":"invalid_request_error","message":"Unrecognized request URL (POST: /v1/payment_intents)."}}`))
+					return
+				}
+				f.sim.ServeHTTP(w, r)
+			}))
+			f.T.Cleanup(other.Close)
+			f.server.payments = newStripePayments(other.URL, secret, f.server.log)
 		}, 502, "provider_misconfigured", false},
 		{"no answer in time", func(f *fixture) {
 			f.server.payments = newStripeClient(f.api, secret, f.server.log, 50*time.Millisecond)
