@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -58,8 +59,8 @@ func TestChargeOnlyYourOwnPaymentObjects(t *testing.T) {
 	if r := f.call("POST", "/charges", "alice", "k-nopm", `{"amount":1050,"currency":"usd","customer":"cus_nopm"}`); r.StatusCode != 400 || errorCode(t, r) != "payment_method_required" {
 		t.Fatalf("customer without a default method: %d %s", r.StatusCode, r.Body)
 	}
-	for _, b := range []string{`{"amount":1050,"currency":"usd","customer":"cus_alice"}`, body("pm_alice"), body(provider.CardVisa)} {
-		if r := f.call("POST", "/charges", "alice", "own-"+b, b); r.StatusCode != 201 {
+	for i, b := range []string{`{"amount":1050,"currency":"usd","customer":"cus_alice"}`, body("pm_alice"), body(provider.CardVisa)} {
+		if r := f.call("POST", "/charges", "alice", "own-"+strconv.Itoa(i), b); r.StatusCode != 201 {
 			t.Fatalf("alice's own %s: %d %s", b, r.StatusCode, r.Body)
 		}
 	}

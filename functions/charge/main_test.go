@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkeys/idem/functions/internal/apitest"
 	"github.com/idemkeys/idem/local/dynamotest"
@@ -85,6 +87,22 @@ func (f *fixture) call(method, path, sub, key, body string, extra ...string) eve
 	return f.Call(method, path, sub, key, body, extra...)
 }
 
+// charges counts the charge items, leaving out attempt markers.
+func (f *fixture) charges() int {
+	f.T.Helper()
+	out, err := f.raw.Scan(context.Background(), &dynamodb.ScanInput{TableName: &f.tables[1], ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	n := 0
+	for _, item := range out.Items {
+		if id, _ := item[attrChargeID].(*types.AttributeValueMemberS); id != nil && !strings.HasPrefix(id.Value, markerPrefix) {
+			n++
+		}
+	}
+	return n
+}
+
 func (f *fixture) items() int { return apitest.Items(f.T, f.raw, f.tables...) }
 
 func errorCode(t *testing.T, resp events.APIGatewayV2HTTPResponse) string {
@@ -146,6 +164,33 @@ func TestSameKeyOtherAmountIs422(t *testing.T) {
 	}
 }
 
+// A provider failure that saved nothing at the provider (a proxy's page,
+// past the client's own two retries) lapses the lease: nothing is stored,
+// the record stays bound to the request (another body under the key is
+// refused), and the request's retry takes over at once. A saved 500 is
+// settled instead (TestSaved500IsSettledWithoutASecondCharge).
+func TestProviderFailureLapsesTheKey(t *testing.T) {
+	f := newFixture(t)
+	f.sim.Inject(provider.Fault{Kind: provider.NotJSON, Times: 3})
+	failed := f.call("POST", "/charges", "alice", "k-1", visa)
+	if failed.StatusCode != 502 || failed.Headers["Retry-After"] == "" || errorCode(t, failed) != "provider_misconfigured" {
+		t.Fatalf("got %d %v %s, want 502 with Retry-After", failed.StatusCode, failed.Headers, failed.Body)
+	}
+	if n := f.charges(); n != 0 {
+		t.Fatalf("a failed charge left %d charge items behind", n)
+	}
+	if other := f.call("POST", "/charges", "alice", "k-1", strings.Replace(visa, "1050", "9999", 1)); other.StatusCode != 422 {
+		t.Fatalf("another body under the failed key = %d %s, want 422", other.StatusCode, other.Body)
+	}
+	retry := f.call("POST", "/charges", "alice", "k-1", visa)
+	if retry.StatusCode != 201 || retry.Headers[idem.HeaderReplayed] != "" {
+		t.Fatalf("retry = %d %s, want a fresh 201", retry.StatusCode, retry.Body)
+	}
+	if n := len(f.sim.Effects()); n != 1 {
+		t.Fatalf("provider charged %d times, want 1", n)
+	}
+}
+
 func TestProviderSucceededButAnswerWasLost(t *testing.T) {
 	f := newFixture(t)
 	f.sim.Inject(provider.Fault{Kind: provider.DropAfterEffect})
@@ -159,14 +204,15 @@ func TestProviderSucceededButAnswerWasLost(t *testing.T) {
 }
 
 // dead is a DynamoDB client whose process died after the claim: nothing
-// after the first PutItem reaches the table.
+// after the first PutItem reaches the table, neither the commit nor the
+// lapse.
 type dead struct{ *dynamodb.Client }
 
 func (d dead) TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	return nil, errors.New("killed")
 }
 
-func (d dead) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+func (d dead) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	return nil, errors.New("killed")
 }
 

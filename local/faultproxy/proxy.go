@@ -1,7 +1,8 @@
 // Package faultproxy stands between a DynamoDB client and a local engine
 // on loopback and injects faults into chosen operations: throttling, server
 // errors, latency, a connection reset before the request reaches the engine,
-// and a request that reaches it (and commits) whose answer is then dropped.
+// a request that reaches it (and commits) whose answer is then dropped, and
+// the conflict a single-item write meets beside a transaction in flight.
 //
 // It is HTTP-aware because the faults that matter are per operation (only
 // TransactWriteItems, say) and some happen after the engine acted, which a
@@ -35,14 +36,19 @@ const (
 	// closes the connection instead of answering: it happened, and the
 	// client does not know.
 	CommitThenDrop
+	// TransactionConflict answers TransactionConflictException (400), as
+	// DynamoDB does to a single-item write that meets a transaction in
+	// flight on its item. The SDK does not retry it.
+	TransactionConflict
 )
 
 // Fault applies to the next Times calls of Op ("TransactWriteItems"; ""
-// for any operation).
+// for any operation), after the first Skip of them have passed untouched.
 type Fault struct {
 	Op    string
 	Kind  Kind
 	Times int
+	Skip  int
 	Delay time.Duration
 }
 
@@ -88,6 +94,10 @@ func (p *Proxy) take(op string) (Fault, bool) {
 		if f.Op != "" && f.Op != op {
 			continue
 		}
+		if f.Skip > 0 {
+			p.faults[i].Skip--
+			return Fault{}, false
+		}
 		if f.Times--; f.Times == 0 {
 			p.faults = append(p.faults[:i], p.faults[i+1:]...)
 		} else {
@@ -119,6 +129,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.target.ServeHTTP(w, r)
 	case ResetBefore:
 		hangUp(w)
+	case TransactionConflict:
+		dynamoError(w, http.StatusBadRequest, "TransactionConflictException", "Transaction is ongoing for the item")
 	case CommitThenDrop:
 		rec := &discard{header: http.Header{}}
 		p.target.ServeHTTP(rec, r) // the engine acts; its answer goes nowhere

@@ -320,6 +320,7 @@ func confirm(pi *PaymentIntent, pm *PaymentMethod, confirmed, offSession bool) a
 		e["error"]["decline_code"] = tc.declineCode
 	}
 	e["error"]["charge"] = "ch_" + randomID()
+	pi.LastPaymentError = map[string]any{"type": "card_error", "code": tc.code, "decline_code": tc.declineCode, "message": msg}
 	return e
 }
 

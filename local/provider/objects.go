@@ -54,7 +54,9 @@ type PaymentIntent struct {
 	Created       int64             `json:"created"`
 	LatestCharge  string            `json:"latest_charge,omitempty"`
 	NextAction    map[string]string `json:"next_action,omitempty"`
-	ClientSecret  string            `json:"client_secret,omitempty"`
+	// LastPaymentError is the card error of a declined confirmation.
+	LastPaymentError map[string]any `json:"last_payment_error,omitempty"`
+	ClientSecret     string         `json:"client_secret,omitempty"`
 }
 
 // Customer is a provider customer; Metadata is where a platform records

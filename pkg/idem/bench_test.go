@@ -2,7 +2,9 @@ package idem_test
 
 import (
 	"context"
+	"maps"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -31,11 +33,24 @@ func pkOf(item map[string]types.AttributeValue) string {
 func (m *memory) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if old, ok := m.items[pkOf(in.Item)]; ok {
+	if old, ok := m.fails(in.Item, aws.ToString(in.ConditionExpression), in.ExpressionAttributeValues); !ok {
 		return nil, &types.ConditionalCheckFailedException{Item: old}
 	}
 	m.items[pkOf(in.Item)] = in.Item
 	return &dynamodb.PutItemOutput{}, nil
+}
+
+// fails checks the two kinds of condition the library writes under: the
+// lease's fence, or a claim (which, here, only an absent record passes).
+func (m *memory) fails(item map[string]types.AttributeValue, cond string, values map[string]types.AttributeValue) (map[string]types.AttributeValue, bool) {
+	old, exists := m.items[pkOf(item)]
+	if !strings.Contains(cond, "lease_token = :mine") {
+		return old, !exists
+	}
+	s, _ := old["status"].(*types.AttributeValueMemberS)
+	tok, _ := old["lease_token"].(*types.AttributeValueMemberS)
+	mine := values[":mine"].(*types.AttributeValueMemberS)
+	return old, exists && s.Value == idem.StatusInProgress && tok.Value == mine.Value
 }
 
 func (m *memory) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
@@ -44,8 +59,17 @@ func (m *memory) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func
 	return &dynamodb.GetItemOutput{Item: m.items[pkOf(in.Key)]}, nil
 }
 
+// UpdateItem is the lapse: lease_until set to 0 under the lease's fence.
 func (m *memory) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	m.complete(in.Key, in.ExpressionAttributeValues)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old, ok := m.fails(in.Key, aws.ToString(in.ConditionExpression), in.ExpressionAttributeValues)
+	if !ok {
+		return nil, &types.ConditionalCheckFailedException{Item: old}
+	}
+	lapsed := maps.Clone(old)
+	lapsed["lease_until"] = in.ExpressionAttributeValues[":zero"]
+	m.items[pkOf(in.Key)] = lapsed
 	return &dynamodb.UpdateItemOutput{}, nil
 }
 
@@ -56,39 +80,22 @@ func (m *memory) DeleteItem(_ context.Context, in *dynamodb.DeleteItemInput, _ .
 	return &dynamodb.DeleteItemOutput{}, nil
 }
 
+// TransactWriteItems commits the record (always the first item) and drops
+// the business writes, which nothing here reads back.
 func (m *memory) TransactWriteItems(_ context.Context, in *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	first := in.TransactItems[0]
-	switch {
-	case first.Update != nil: // Do's commit
-		m.complete(first.Update.Key, first.Update.ExpressionAttributeValues)
-	case first.Put != nil: // DoAtomic's completed record
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		if old, ok := m.items[pkOf(first.Put.Item)]; ok {
-			reasons := make([]types.CancellationReason, len(in.TransactItems))
-			reasons[0] = types.CancellationReason{Code: aws.String("ConditionalCheckFailed"), Item: old}
-			for i := 1; i < len(reasons); i++ {
-				reasons[i].Code = aws.String("None")
-			}
-			return nil, &types.TransactionCanceledException{CancellationReasons: reasons}
-		}
-		m.items[pkOf(first.Put.Item)] = first.Put.Item
-	}
-	return &dynamodb.TransactWriteItemsOutput{}, nil
-}
-
-func (m *memory) complete(key, values map[string]types.AttributeValue) {
+	record := in.TransactItems[0].Put
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	item := m.items[pkOf(key)]
-	done := make(map[string]types.AttributeValue, len(item)+2)
-	for k, v := range item {
-		done[k] = v
+	if old, ok := m.fails(record.Item, aws.ToString(record.ConditionExpression), record.ExpressionAttributeValues); !ok {
+		reasons := make([]types.CancellationReason, len(in.TransactItems))
+		reasons[0] = types.CancellationReason{Code: aws.String("ConditionalCheckFailed"), Item: old}
+		for i := 1; i < len(reasons); i++ {
+			reasons[i].Code = aws.String("None")
+		}
+		return nil, &types.TransactionCanceledException{CancellationReasons: reasons}
 	}
-	done["status"] = values[":completed"]
-	done["response"] = values[":response"]
-	done["expires_at"] = values[":expires_at"]
-	m.items[pkOf(key)] = done
+	m.items[pkOf(record.Item)] = record.Item
+	return &dynamodb.TransactWriteItemsOutput{}, nil
 }
 
 func benchStore(b *testing.B) *idem.Store {

@@ -25,18 +25,14 @@ const (
 	condTakeover = condFresh + " OR (#status = :in_progress AND lease_token = :seen AND lease_until <= :now_ms AND fingerprint = :fp)"
 )
 
-// lease is a won claim: the right to run the work and commit until the
-// lease ends, fenced by token.
-type lease struct {
-	pk       string
-	token    string
-	duration time.Duration
-	item     map[string]types.AttributeValue // the record as claimed
-}
-
-// claim tries once to take the key. It returns the lease it won, or else the
-// record that stopped it (nil if that record has gone since).
-func (s *Store) claim(ctx context.Context, pk string, req Request, old *record) (*lease, *record, error) {
+// claim tries once to take the key for the work, fresh or from seen, the
+// record last seen. It returns the lease it won, or else the record that
+// stopped it (nil if that record has gone since).
+//
+// The claim may land and lose its answer, and the SDK send it again: the
+// second put then fails its condition on the record the first one wrote.
+// That record carries this claim's lease token, so it is read as won.
+func (s *Store) claim(ctx context.Context, c *call, seen *record) (*lease, *record, error) {
 	d := s.opts.Lease
 	if dl, ok := ctx.Deadline(); ok {
 		d = min(d, time.Until(dl))
@@ -44,55 +40,59 @@ func (s *Store) claim(ctx context.Context, pk string, req Request, old *record) 
 	if d <= 0 {
 		return nil, nil, fmt.Errorf("idem: no time left to claim the key: %w", context.DeadlineExceeded)
 	}
-	put, token, err := s.claimPut(pk, req, old, d)
-	if err != nil {
-		return nil, nil, err
-	}
-	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                           put.TableName,
-		Item:                                put.Item,
-		ConditionExpression:                 put.ConditionExpression,
-		ExpressionAttributeNames:            put.ExpressionAttributeNames,
-		ExpressionAttributeValues:           put.ExpressionAttributeValues,
-		ReturnValuesOnConditionCheckFailure: put.ReturnValuesOnConditionCheckFailure,
+	now := s.opts.Clock()
+	put := s.claimPut(c, seen, StatusInProgress, now, now.Add(d))
+	l := &lease{pk: c.pk, token: token(put.Item), until: now.Add(d).UnixMilli(), duration: d, item: put.Item}
+	err := retryConflicts(ctx, func(int) error {
+		_, err := s.db.PutItem(ctx, putInput(put))
+		return err
 	})
-	if err == nil {
-		return &lease{pk: pk, token: token, duration: d, item: put.Item}, nil, nil
-	}
 	var ccf *types.ConditionalCheckFailedException
-	if !errors.As(err, &ccf) {
-		return nil, nil, fmt.Errorf("idem: claim: %w", err)
+	switch {
+	case err == nil:
+		return l, nil, nil
+	case errors.As(err, &ccf):
+		got, err := s.seen(ctx, c.pk, ccf.Item)
+		if err != nil {
+			return nil, nil, err
+		}
+		if got != nil && got.Status == StatusInProgress && got.LeaseToken == l.token {
+			return l, nil, nil // this claim landed; only its answer was lost
+		}
+		return nil, got, nil
+	case conflicted(err):
+		return nil, nil, inFlight(err)
 	}
-	seen, err := s.seen(ctx, pk, ccf.Item)
-	return nil, seen, err
+	// It may have landed: hand the lease back at once rather than leave the
+	// request's own retries to wait it out.
+	s.lapse(ctx, l.pk, l.token)
+	return nil, nil, fmt.Errorf("idem: claim outcome unknown, lease lapsed: %w", err)
 }
 
-// claimPut is the conditional put that takes the key for req from old, the
-// record last seen: an in-progress record with a new lease of d, under the
-// fresh condition, or the takeover condition where old is a lapsed lease.
-// It returns the put and its lease token.
-func (s *Store) claimPut(pk string, req Request, old *record, d time.Duration) (*types.Put, string, error) {
-	now := s.opts.Clock()
+// claimPut is the conditional put that takes the key for the call from seen,
+// the record last seen: a record in status, with a fresh lease token, under
+// the fresh condition, or the takeover condition where seen is this
+// request's lapsed lease.
+func (s *Store) claimPut(c *call, seen *record, status string, now, leaseUntil time.Time) *types.Put {
 	r := record{
-		PK:          pk,
-		Scope:       req.Scope,
-		Key:         req.Key,
-		Fingerprint: req.Fingerprint,
-		Status:      StatusInProgress,
+		PK:          c.pk,
+		Scope:       c.req.Scope,
+		Key:         c.req.Key,
+		Fingerprint: c.req.Fingerprint,
+		Status:      status,
 		LeaseToken:  rand.Text(),
-		LeaseUntil:  now.Add(d).UnixMilli(),
+		LeaseUntil:  leaseUntil.UnixMilli(),
 		ExpiresAt:   now.Add(s.opts.TTL).Unix(),
 		Attempts:    1,
 		CreatedAt:   now.UnixMilli(),
 	}
-	takeover := old != nil && !old.expired(now) && old.Status == StatusInProgress
+	takeover := seen != nil && next(seen, c.req.Fingerprint, now) == stepTakeover
 	if takeover {
-		r.Attempts = old.Attempts + 1
+		r.Attempts, r.CreatedAt = seen.Attempts+1, seen.CreatedAt
 	}
-	item := r.item()
 	put := &types.Put{
 		TableName:                           &s.table,
-		Item:                                item,
+		Item:                                r.item(),
 		ConditionExpression:                 aws.String(condFresh),
 		ExpressionAttributeValues:           map[string]types.AttributeValue{":now_s": number(now.Unix())},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -101,11 +101,27 @@ func (s *Store) claimPut(pk string, req Request, old *record, d time.Duration) (
 		put.ConditionExpression = aws.String(condTakeover)
 		put.ExpressionAttributeNames = map[string]string{"#status": attrStatus}
 		put.ExpressionAttributeValues[":in_progress"] = &types.AttributeValueMemberS{Value: StatusInProgress}
-		put.ExpressionAttributeValues[":seen"] = &types.AttributeValueMemberS{Value: old.LeaseToken}
+		put.ExpressionAttributeValues[":seen"] = &types.AttributeValueMemberS{Value: seen.LeaseToken}
 		put.ExpressionAttributeValues[":now_ms"] = number(now.UnixMilli())
-		put.ExpressionAttributeValues[":fp"] = &types.AttributeValueMemberS{Value: req.Fingerprint}
+		put.ExpressionAttributeValues[":fp"] = &types.AttributeValueMemberS{Value: c.req.Fingerprint}
 	}
-	return put, r.LeaseToken, nil
+	return put
+}
+
+func putInput(p *types.Put) *dynamodb.PutItemInput {
+	return &dynamodb.PutItemInput{
+		TableName:                           p.TableName,
+		Item:                                p.Item,
+		ConditionExpression:                 p.ConditionExpression,
+		ExpressionAttributeNames:            p.ExpressionAttributeNames,
+		ExpressionAttributeValues:           p.ExpressionAttributeValues,
+		ReturnValuesOnConditionCheckFailure: p.ReturnValuesOnConditionCheckFailure,
+	}
+}
+
+func token(item map[string]types.AttributeValue) string {
+	v, _ := item[attrLeaseToken].(*types.AttributeValueMemberS)
+	return v.Value
 }
 
 // seen decodes the item a failed condition returned; an engine that does not
@@ -140,38 +156,4 @@ func (s *Store) poll(ctx context.Context, pk string, until time.Time) (*record, 
 	case <-t.C:
 	}
 	return s.read(ctx, pk)
-}
-
-// release gives the key up after a failure that committed nothing, so that a
-// retry runs the work again (model: idem.pml's release mirrors it). It deletes the record only if it is still this
-// lease's claim; otherwise it reports the record it found instead. It runs
-// even when ctx is already done, since that is when a failure is likeliest.
-func (s *Store) release(ctx context.Context, l *lease) (released bool, found map[string]types.AttributeValue, err error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	_, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:                           &s.table,
-		Key:                                 map[string]types.AttributeValue{AttrPK: &types.AttributeValueMemberS{Value: l.pk}},
-		ConditionExpression:                 aws.String("#status = :in_progress AND lease_token = :mine"),
-		ExpressionAttributeNames:            map[string]string{"#status": attrStatus},
-		ExpressionAttributeValues:           leaseValues(l),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case err == nil:
-		return true, nil, nil
-	case errors.As(err, &ccf):
-		return false, ccf.Item, nil
-	}
-	return false, nil, fmt.Errorf("idem: release: %w", err)
-}
-
-// leaseValues are the values of the fencing condition, shared by the commit
-// and the release.
-func leaseValues(l *lease) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{
-		":in_progress": &types.AttributeValueMemberS{Value: StatusInProgress},
-		":mine":        &types.AttributeValueMemberS{Value: l.token},
-	}
 }

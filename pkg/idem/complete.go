@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -13,12 +14,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 )
 
 // ConflictFunc decides the response when a business write's condition fails
 // (an order id already taken, say). old is the item that failed the
 // condition, as DynamoDB returned it. The response is then stored, without
-// any of the business writes; an error releases the key instead.
+// any of the business writes; an error lapses the lease instead.
 type ConflictFunc func(old map[string]types.AttributeValue) (Response, error)
 
 // Write is one business write of an operation.
@@ -56,180 +58,185 @@ func (tx *Tx) Add(item types.TransactWriteItem, onConflict ConflictFunc) {
 // Len is the number of writes queued.
 func (tx *Tx) Len() int { return len(tx.writes) }
 
-// maxConflictRetries bounds the retries of a transaction cancelled only by
-// TransactionConflict (another write touching one of its items meanwhile).
+// completion is a completed record to write with the business writes: for
+// Do, the claimed record under the lease's fence; for DoAtomic, a new
+// record under the claim's condition. The one commit path serves both.
+type completion struct {
+	pk     string
+	token  string     // the lease token the completed record carries
+	put    *types.Put // the completed record but its response, under its condition
+	writes []Write
+}
+
+// outcome is what a commit came to: committed (res, now or by an earlier
+// send of the same commit), lost (the record's condition failed on a record
+// that is not this one's: seen, nil if gone), or failed (err; unknown when
+// the writes may have landed).
+type outcome struct {
+	res     Result
+	lost    bool
+	seen    *record
+	err     error
+	unknown bool
+}
+
+// completion is Do's: the record as claimed, completed, fenced on the lease.
+func (s *Store) completion(l *lease, writes []Write) completion {
+	item := maps.Clone(l.item)
+	s.complete(item)
+	return completion{pk: l.pk, token: l.token, writes: writes, put: &types.Put{
+		TableName:                           &s.table,
+		Item:                                item,
+		ConditionExpression:                 aws.String(condLease),
+		ExpressionAttributeNames:            map[string]string{"#status": attrStatus},
+		ExpressionAttributeValues:           leaseValues(l.token, map[string]types.AttributeValue{}),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}}
+}
+
+// complete marks a record item completed now, kept for the TTL from now.
+func (s *Store) complete(item map[string]types.AttributeValue) {
+	now := s.opts.Clock()
+	item[attrStatus] = &types.AttributeValueMemberS{Value: StatusCompleted}
+	item[attrCompletedAt] = number(now.UnixMilli())
+	item[AttrExpiresAt] = number(now.Add(s.opts.TTL).Unix())
+}
+
+// maxConflictRetries bounds the retries of a write that meets a transaction
+// in flight on one of its items (TransactionConflict).
 const maxConflictRetries = 3
 
-// run executes the work under the lease and commits what it produced.
-func (s *Store) run(ctx context.Context, l *lease, work Work) (res Result, err error) {
-	reserve := min(s.opts.CommitReserve, l.duration/4)
-	workCtx, cancel := context.WithTimeout(ctx, l.duration-reserve)
-	defer cancel()
-	defer func() {
-		// A panicking work is a crash as far as the protocol goes, but this
-		// process survives it, so it can hand the key back at once instead
-		// of leaving it to its lease.
-		if p := recover(); p != nil {
-			s.release(ctx, l)
-			panic(p)
-		}
-	}()
-	var tx Tx
-	resp, err := work(workCtx, &tx)
-	if err != nil {
-		s.release(ctx, l)
-		return Result{}, err
+// commit writes the completed record with resp and the business writes, in
+// one TransactWriteItems, or one PutItem when there are none. Every limit is
+// checked first, a conflict's response included.
+func (s *Store) commit(ctx context.Context, c completion, resp Response) outcome {
+	put := *c.put
+	put.Item = maps.Clone(c.put.Item)
+	put.Item[attrResponse] = encodeResponse(resp)
+	if err := checkTransaction(s.table, &put, c.writes); err != nil {
+		return outcome{err: err}
 	}
-	return s.commit(ctx, l, resp, tx.writes)
-}
-
-// commit writes the writes and the completed record together, fenced on the
-// lease token.
-func (s *Store) commit(ctx context.Context, l *lease, resp Response, writes []Write) (Result, error) {
-	respAV := encodeResponse(resp)
-	now := s.opts.Clock()
-	values := leaseValues(l)
-	values[":completed"] = &types.AttributeValueMemberS{Value: StatusCompleted}
-	values[":response"] = respAV
-	values[":expires_at"] = number(now.Add(s.opts.TTL).Unix())
-	values[":now_ms"] = number(now.UnixMilli())
-	update := &types.Update{
-		TableName:                           &s.table,
-		Key:                                 map[string]types.AttributeValue{AttrPK: &types.AttributeValueMemberS{Value: l.pk}},
-		UpdateExpression:                    aws.String("SET #status = :completed, #response = :response, expires_at = :expires_at, completed_at = :now_ms"),
-		ConditionExpression:                 aws.String(condCommit),
-		ExpressionAttributeNames:            map[string]string{"#status": attrStatus, "#response": attrResponse},
-		ExpressionAttributeValues:           values,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}
-	completedSize := ItemSize(l.item) + len(attrResponse) + valueSize(respAV) + len(attrCompletedAt) + numberSize(values[":now_ms"].(*types.AttributeValueMemberN).Value)
-	if err := checkTransaction(types.TransactWriteItem{Update: update}, completedSize, writes); err != nil {
-		s.release(ctx, l)
-		return Result{}, err
-	}
-	if len(writes) == 0 {
-		return s.commitRecord(ctx, l, resp, update)
-	}
-
-	items := make([]types.TransactWriteItem, 0, len(writes)+1)
-	items = append(items, types.TransactWriteItem{Update: update})
-	for _, w := range writes {
-		items = append(items, w.Item)
-	}
-	for attempt := 0; ; attempt++ {
-		_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-			TransactItems:      items,
-			ClientRequestToken: aws.String(requestToken(l, attempt)),
-		})
-		if err == nil {
-			return Result{Response: resp}, nil
-		}
-		var cancelled *types.TransactionCanceledException
-		if !errors.As(err, &cancelled) {
-			return s.settleUnknown(ctx, l, err)
-		}
-		// A cancelled transaction committed nothing. Its reasons are in the
-		// order of items: the record first.
-		reasons := cancelled.CancellationReasons
-		if reasonCode(reasons, 0) == "ConditionalCheckFailed" {
-			return s.settle(ctx, l, reasons[0].Item)
-		}
-		for i := 1; i < len(reasons) && i <= len(writes); i++ {
-			if reasonCode(reasons, i) == "ConditionalCheckFailed" {
-				return s.businessConflict(ctx, l, i-1, writes[i-1], reasons[i].Item)
-			}
-		}
-		if onlyConflicts(reasons) && attempt < maxConflictRetries {
-			if err := sleep(ctx, backoff(attempt)); err != nil {
-				return s.settleUnknown(ctx, l, err)
-			}
-			continue
-		}
-		s.release(ctx, l)
-		return Result{}, fmt.Errorf("idem: commit cancelled, key released: %w", err)
-	}
-}
-
-// condCommit is the fence: only the holder of the current lease completes.
-//
-// model: pkg/idem/model/idem.pml mirrors this condition (inline commit) and
-// settle below; change both together.
-const condCommit = "#status = :in_progress AND lease_token = :mine"
-
-// commitRecord completes the record alone: an operation with no business
-// writes, or one whose business write lost its condition. A single
-// conditional UpdateItem is atomic on its own and costs half a transaction.
-func (s *Store) commitRecord(ctx context.Context, l *lease, resp Response, u *types.Update) (Result, error) {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                           u.TableName,
-		Key:                                 u.Key,
-		UpdateExpression:                    u.UpdateExpression,
-		ConditionExpression:                 u.ConditionExpression,
-		ExpressionAttributeNames:            u.ExpressionAttributeNames,
-		ExpressionAttributeValues:           u.ExpressionAttributeValues,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	err := retryConflicts(ctx, func(attempt int) error { return s.send(ctx, &put, c, attempt) })
 	var ccf *types.ConditionalCheckFailedException
+	var cancelled *types.TransactionCanceledException
 	switch {
 	case err == nil:
-		return Result{Response: resp}, nil
+		return outcome{res: Result{Response: resp}}
 	case errors.As(err, &ccf):
-		return s.settle(ctx, l, ccf.Item)
+		return s.recordFailed(ctx, c, ccf.Item)
+	case conflicted(err):
+		return outcome{err: inFlight(err)}
+	case errors.As(err, &cancelled):
+		return s.cancelled(ctx, c, cancelled.CancellationReasons, err)
+	case refused(err):
+		return outcome{err: fmt.Errorf("%w: DynamoDB refused the writes: %w", ErrInvalidWrite, err)}
 	}
-	return s.settleUnknown(ctx, l, err)
+	return outcome{err: fmt.Errorf("idem: commit: %w", err), unknown: true}
+}
+
+// send makes one attempt. The ClientRequestToken is the same for every SDK
+// retry of an attempt, so DynamoDB answers a retry of a transaction that
+// committed with success; new for each attempt after a definite conflict.
+func (s *Store) send(ctx context.Context, put *types.Put, c completion, attempt int) error {
+	if len(c.writes) == 0 {
+		_, err := s.db.PutItem(ctx, putInput(put))
+		return err
+	}
+	items := make([]types.TransactWriteItem, 0, len(c.writes)+1)
+	items = append(items, types.TransactWriteItem{Put: put})
+	for _, w := range c.writes {
+		items = append(items, w.Item)
+	}
+	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+		TransactItems:      items,
+		ClientRequestToken: aws.String(requestToken(c.pk, c.token, attempt)),
+	})
+	return err
+}
+
+// cancelled reads a cancelled transaction, which committed nothing. Its
+// reasons are in the order of its items: the record first.
+func (s *Store) cancelled(ctx context.Context, c completion, reasons []types.CancellationReason, err error) outcome {
+	if reasonCode(reasons, 0) == "ConditionalCheckFailed" {
+		return s.recordFailed(ctx, c, reasons[0].Item)
+	}
+	for i := 1; i < len(reasons) && i <= len(c.writes); i++ {
+		if reasonCode(reasons, i) == "ConditionalCheckFailed" {
+			return s.businessConflict(ctx, c, i-1, reasons[i].Item)
+		}
+	}
+	return outcome{err: fmt.Errorf("idem: commit cancelled: %w", err)}
+}
+
+// recordFailed reads a failed record condition. Completed under this
+// completion's own token: an earlier send of this same commit landed and
+// only its answer was lost (an SDK retry, on an engine that ignores
+// ClientRequestToken). Anything else: lost to another request.
+//
+// model: pkg/idem/model/idem.pml's settle mirrors it; change both together.
+func (s *Store) recordFailed(ctx context.Context, c completion, item map[string]types.AttributeValue) outcome {
+	r, err := s.seen(context.WithoutCancel(ctx), c.pk, item)
+	switch {
+	case err != nil:
+		return outcome{err: fmt.Errorf("idem: commit outcome unknown: %w", err), unknown: true}
+	case r != nil && r.Status == StatusCompleted && r.LeaseToken == c.token:
+		return outcome{res: Result{Response: r.response()}}
+	}
+	return outcome{lost: true, seen: r}
 }
 
 // businessConflict hands a failed business condition to its ConflictFunc and
-// stores the response it decides, without any business write.
-func (s *Store) businessConflict(ctx context.Context, l *lease, i int, w Write, old map[string]types.AttributeValue) (Result, error) {
+// commits the response it decides, without any business write.
+func (s *Store) businessConflict(ctx context.Context, c completion, i int, old map[string]types.AttributeValue) outcome {
+	w := c.writes[i]
 	if w.OnConflict == nil {
-		s.release(ctx, l)
-		return Result{}, fmt.Errorf("%w: write %d", ErrWriteConditionFailed, i)
+		return outcome{err: fmt.Errorf("%w: write %d", ErrWriteConditionFailed, i)}
 	}
 	resp, err := w.OnConflict(old)
 	if err != nil {
-		s.release(ctx, l)
-		return Result{}, err
+		return outcome{err: err}
 	}
-	return s.commit(ctx, l, resp, nil)
+	return s.commit(ctx, completion{pk: c.pk, token: c.token, put: c.put}, resp)
 }
 
-// settle decides what a failed record condition means. The record is either
-// completed under this very lease, so this holder's own commit landed and
-// only its answer was lost (a timeout, an SDK retry of a transaction that had
-// committed), or it is someone else's now: fenced.
-func (s *Store) settle(ctx context.Context, l *lease, item map[string]types.AttributeValue) (Result, error) {
-	r, err := s.seen(context.WithoutCancel(ctx), l.pk, item)
-	if err != nil {
-		return Result{}, fmt.Errorf("idem: commit outcome unknown: %w", err)
+// retryConflicts sends a write again, a bounded number of times, while it
+// meets a transaction in flight on one of its items: a cancellation for
+// TransactionConflict alone, or TransactionConflictException, which the SDK
+// does not retry. It returns the last answer.
+func retryConflicts(ctx context.Context, send func(attempt int) error) error {
+	for attempt := 0; ; attempt++ {
+		err := send(attempt)
+		if !conflicted(err) || attempt == maxConflictRetries {
+			return err
+		}
+		if serr := sleep(ctx, backoff(attempt)); serr != nil {
+			return errors.Join(err, serr)
+		}
 	}
-	if r != nil && r.Status == StatusCompleted && r.LeaseToken == l.token {
-		return Result{Response: r.response()}, nil
-	}
-	return Result{}, ErrLeaseLost
 }
 
-// settleUnknown handles a commit whose outcome the client did not see (a
-// timeout, a connection reset after every SDK retry). Releasing is itself
-// fenced on the lease, so it races the commit safely: if the release wins,
-// the commit cannot land afterwards and the failure is clean; if it finds the
-// record changed, settle says whose change it was.
-func (s *Store) settleUnknown(ctx context.Context, l *lease, cause error) (Result, error) {
-	released, found, err := s.release(ctx, l)
-	switch {
-	case err != nil:
-		return Result{}, fmt.Errorf("idem: commit outcome unknown, key left to its lease: %w", errors.Join(cause, err))
-	case released:
-		return Result{}, fmt.Errorf("idem: commit failed, key released: %w", cause)
-	}
-	return s.settle(ctx, l, found)
+func conflicted(err error) bool {
+	var tce *types.TransactionConflictException
+	var cancelled *types.TransactionCanceledException
+	return errors.As(err, &tce) || (errors.As(err, &cancelled) && onlyConflicts(cancelled.CancellationReasons))
 }
 
-// requestToken is the transaction's ClientRequestToken: the same for every
-// SDK retry of one attempt, so DynamoDB answers a retry of a transaction that
-// committed with success; new for each attempt after a definite cancellation.
-func requestToken(l *lease, attempt int) string {
-	sum := sha256.Sum256([]byte(l.pk + "\x00" + l.token + "\x00" + strconv.Itoa(attempt)))
+// inFlight is the answer to a write that kept meeting a transaction in
+// flight: in progress, never an internal error. Nothing was written.
+func inFlight(err error) error {
+	return fmt.Errorf("%w (%w)", &InProgressError{RetryAfter: time.Second}, err)
+}
+
+// refused reports a ValidationException: DynamoDB refused the request as
+// written (two actions on one item, say), so nothing was written, and a
+// retry of the same writes would be refused again.
+func refused(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "ValidationException"
+}
+
+func requestToken(pk, token string, attempt int) string {
+	sum := sha256.Sum256([]byte(pk + "\x00" + token + "\x00" + strconv.Itoa(attempt)))
 	return hex.EncodeToString(sum[:18]) // 36 characters, DynamoDB's maximum
 }
 

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,9 +55,10 @@ const (
 )
 
 // notReplayed are response headers that describe one transmission, not the
-// result, so a replay does not repeat them.
+// result, so a replay does not repeat them. Cookies are part of the result:
+// Set-Cookie is kept, and so are the payload's cookies.
 var notReplayed = map[string]bool{
-	"date": true, "set-cookie": true, "content-length": true, "connection": true,
+	"date": true, "content-length": true, "connection": true,
 	"transfer-encoding": true, "x-amzn-requestid": true, "x-request-id": true,
 	"apigw-requestid": true, strings.ToLower(HeaderReplayed): true,
 }
@@ -129,7 +131,7 @@ func (s *Store) HTTP(h HTTPHandler, optFns ...func(*HTTPOptions)) APIGatewayHand
 			}
 		}
 		ctx = context.WithValue(ctx, keyKey{}, key)
-		fp, err := Fingerprint(req.RequestContext.HTTP.Method, req.RawPath, body, isJSON(req.Headers))
+		fp, err := Fingerprint(req.RequestContext.HTTP.Method, route(&req), body, len(body) > 0 && isJSON(req.Headers))
 		if err != nil {
 			return ErrorResponse(http.StatusBadRequest, "invalid_json", err.Error()), nil
 		}
@@ -196,6 +198,38 @@ func CheckRequest(req *events.APIGatewayV2HTTPRequest, claim string, maxBody int
 		return "", nil, &Refusal{http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("body is %d bytes, over the limit of %d", len(body), maxBody)}
 	}
 	return scope, body, nil
+}
+
+// route is what the fingerprint takes of where the request went: the route
+// as API Gateway matched it (its key and path parameters, not the raw path,
+// which a trailing slash, a stage or a custom domain's API mapping changes)
+// and the raw query string. Without a route key (the $default route, a
+// hand-made event) the raw path stands in for the route. Each part is
+// length-prefixed, so no two requests give the same string.
+func route(req *events.APIGatewayV2HTTPRequest) string {
+	var b strings.Builder
+	part := func(s string) {
+		b.WriteString(strconv.Itoa(len(s)))
+		b.WriteByte(':')
+		b.WriteString(s)
+	}
+	if req.RouteKey == "" || req.RouteKey == "$default" {
+		part(req.RawPath)
+	} else {
+		part(req.RouteKey)
+	}
+	names := make([]string, 0, len(req.PathParameters))
+	for name := range req.PathParameters {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	part(strconv.Itoa(len(names)))
+	for _, name := range names {
+		part(name)
+		part(req.PathParameters[name])
+	}
+	part(req.RawQueryString)
+	return b.String()
 }
 
 // HeaderValue looks a header up by name, in any case. API Gateway lowercases
@@ -293,13 +327,13 @@ func fromHTTP(r events.APIGatewayV2HTTPResponse) (Response, error) {
 			header[k] = v
 		}
 	}
-	return Response{StatusCode: status, Header: header, Body: body}, nil
+	return Response{StatusCode: status, Header: header, Cookies: r.Cookies, Body: body}, nil
 }
 
 // toAPIGateway renders a stored response. A body that is not UTF-8 travels
 // as base64, which API Gateway turns back into the same bytes.
 func toAPIGateway(r Response) events.APIGatewayV2HTTPResponse {
-	out := events.APIGatewayV2HTTPResponse{StatusCode: r.StatusCode, Headers: make(map[string]string, len(r.Header)+1)}
+	out := events.APIGatewayV2HTTPResponse{StatusCode: r.StatusCode, Headers: make(map[string]string, len(r.Header)+1), Cookies: r.Cookies}
 	for k, v := range r.Header {
 		out.Headers[k] = v
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -35,6 +36,7 @@ func TestHTTPAdapter(t *testing.T) {
 		return events.APIGatewayV2HTTPResponse{
 			StatusCode: 201,
 			Headers:    map[string]string{"Content-Type": "application/json", "Date": "Wed, 02 Dec 2026", "Set-Cookie": "s=1", "X-Thing": "kept"},
+			Cookies:    []string{"a=1; Path=/", "b=2; HttpOnly"},
 			Body:       `{"scope":"` + idem.Scope(ctx) + `","key":"` + idem.Key(ctx) + `","body":` + req.Body + `}`,
 		}, nil
 	})
@@ -54,8 +56,12 @@ func TestHTTPAdapter(t *testing.T) {
 	if _, ok := again.Headers["Date"]; ok {
 		t.Fatalf("replay repeated a per-transmission header: %v", again.Headers)
 	}
-	if _, ok := again.Headers["Set-Cookie"]; ok {
-		t.Fatalf("replay repeated Set-Cookie: %v", again.Headers)
+	// Cookies are part of the result: kept on the first answer, replayed.
+	if !slices.Equal(first.Cookies, []string{"a=1; Path=/", "b=2; HttpOnly"}) || first.Headers["Set-Cookie"] != "s=1" {
+		t.Fatalf("first answer dropped cookies: %v %v", first.Cookies, first.Headers)
+	}
+	if !slices.Equal(again.Cookies, first.Cookies) || again.Headers["Set-Cookie"] != "s=1" {
+		t.Fatalf("replay dropped cookies: %v %v", again.Cookies, again.Headers)
 	}
 
 	cases := []struct {
@@ -183,4 +189,54 @@ func ExampleStore_HTTP() {
 	// Output:
 	// 201 {"hello":"user-42"} replayed=""
 	// 201 {"hello":"user-42"} replayed="true"
+}
+
+// The HTTP conventions of DESIGN.md: an empty body is a body, the query
+// string is part of the request, the fingerprint follows the matched route
+// (not the raw path), and a repeated key header is a 400.
+func TestHTTPConventions(t *testing.T) {
+	f := newFixture(t)
+	var runs atomic.Int32
+	handler := f.store.HTTP(func(ctx context.Context, req events.APIGatewayV2HTTPRequest, tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
+		runs.Add(1)
+		return events.APIGatewayV2HTTPResponse{StatusCode: 200, Body: fmt.Sprintf(`{"run":%d,"query":%q}`, runs.Load(), req.RawQueryString)}, nil
+	})
+	ctx := context.Background()
+	call := func(key, path, query, body string) events.APIGatewayV2HTTPResponse {
+		t.Helper()
+		r := apiRequest("alice", map[string]string{"idempotency-key": key}, body)
+		r.RouteKey, r.RawPath, r.RawQueryString = "POST /things/{id}/capture", path, query
+		r.PathParameters = map[string]string{"id": "t1"}
+		resp, err := handler(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+
+	// A bodiless action endpoint (capture), no Content-Type: a valid request.
+	first := call("cap-1", "/things/t1/capture", "", "")
+	if first.StatusCode != 200 || runs.Load() != 1 {
+		t.Fatalf("bodiless POST = %d %s, want the handler's 200", first.StatusCode, first.Body)
+	}
+	// The same route reached by another raw path (a trailing slash, an API
+	// mapping's prefix) is the same request: a replay, not a 422.
+	for _, path := range []string{"/things/t1/capture/", "/v1/things/t1/capture"} {
+		again := call("cap-1", path, "", "")
+		if again.StatusCode != 200 || again.Headers[idem.HeaderReplayed] != "true" || again.Body != first.Body {
+			t.Fatalf("via %s: %d %v %s, want the replay", path, again.StatusCode, again.Headers, again.Body)
+		}
+	}
+	// The query string is part of the request.
+	call("q-1", "/things/t1/capture", "amount=100", "")
+	if other := call("q-1", "/things/t1/capture", "amount=999", ""); other.StatusCode != 422 {
+		t.Fatalf("another query under the key = %d %s, want 422", other.StatusCode, other.Body)
+	}
+	// A repeated Idempotency-Key header arrives comma-joined.
+	if several := call("k-a,k-b", "/things/t1/capture", "", ""); several.StatusCode != 400 || !strings.Contains(several.Body, "idempotency_key_invalid") {
+		t.Fatalf("several keys = %d %s, want 400", several.StatusCode, several.Body)
+	}
+	if runs.Load() != 2 {
+		t.Fatalf("the handler ran %d times, want 2 (cap-1 and q-1)", runs.Load())
+	}
 }

@@ -163,7 +163,10 @@ type Request struct {
 type Response struct {
 	StatusCode int
 	Header     map[string]string
-	Body       []byte
+	// Cookies are Set-Cookie values, in order (API Gateway's payload 2.0
+	// carries them apart from the headers).
+	Cookies []string
+	Body    []byte
 }
 
 // Result is the outcome of Do.
@@ -177,34 +180,44 @@ type Result struct {
 // Work is an operation to run once. It adds its business writes to tx rather
 // than writing them itself, so that they commit with the response or not at
 // all. Returning a Response of any status stores it; returning an error
-// releases the key so that a retry runs the work again.
+// lapses the lease, so that a retry of the same request runs the work again.
 type Work func(ctx context.Context, tx *Tx) (Response, error)
-
-// maxClaims bounds how often one call contends for the key (a fresh claim,
-// a takeover, a claim after the record vanished) before it answers 409.
-const maxClaims = 4
 
 // Do runs work once for req. A first call runs it and stores its response; a
 // repeat replays the stored response; a concurrent repeat fails with
 // ErrInProgress (or, with Options.Wait, waits for the result); a repeat with a
 // different fingerprint fails with ErrFingerprintMismatch. If work fails, its
-// error is returned and the key released. If the lease was taken over while
-// work ran, nothing is committed and Do fails with ErrLeaseLost.
+// error is returned and the lease lapsed: the key stays bound to req, whose
+// retry takes it over at once. If the lease was taken over while work ran,
+// nothing is committed and Do fails with ErrLeaseLost.
 func (s *Store) Do(ctx context.Context, req Request, work Work) (Result, error) {
-	if err := validateRequest(req); err != nil {
+	c, err := s.newCall(ctx, req, "claim")
+	if err != nil {
 		return Result{}, err
 	}
-	pk := recordPK(req.Scope, req.Key)
-	log := s.logger(ctx, req, "claim")
-	return s.decide(ctx, pk, req, log, func(old *record) (Result, *record, bool, error) {
-		l, seen, err := s.claim(ctx, pk, req, old)
-		if err != nil || l == nil {
-			return Result{}, seen, err != nil, err
+	var seen *record
+	for {
+		switch st := next(seen, req.Fingerprint, s.opts.Clock()); st {
+		case stepClaim, stepTakeover:
+			if err := c.contend(seen); err != nil {
+				return Result{}, err
+			}
+			l, lost, err := s.claim(ctx, c, seen)
+			if err != nil {
+				return Result{}, err
+			}
+			if l != nil {
+				return s.run(ctx, c, l, work)
+			}
+			seen = lost
+		case stepBusy:
+			if seen, err = c.wait(ctx, seen); err != nil {
+				return Result{}, err
+			}
+		default:
+			return c.answer(st, seen)
 		}
-		res, err := s.run(ctx, l, work)
-		s.logOutcome(log, res, err)
-		return res, nil, true, err
-	})
+	}
 }
 
 func validateRequest(req Request) error {
@@ -220,90 +233,10 @@ func validateRequest(req Request) error {
 	return nil
 }
 
-// takeFunc tries once to take the key from old, the record last seen (nil:
-// none, or an expired one, or a lapsed lease of this same request). It
-// reports done with the outcome, or the record that stopped it.
-type takeFunc func(old *record) (res Result, seen *record, done bool, err error)
-
-// decide is the protocol's decision on what the table holds, shared by Do
-// and DoAtomic: take the key when it is free, replay a completed request,
-// refuse another request's key, and answer or wait out one in progress.
-//
-// model: pkg/idem/model/idem.pml mirrors this decision ("decide:"); change
-// both together.
-func (s *Store) decide(ctx context.Context, pk string, req Request, log *slog.Logger, take takeFunc) (Result, error) {
-	var (
-		old       *record // what the table holds, as last seen; nil is nothing
-		takes     int
-		waitUntil time.Time
-	)
-	for {
-		now := s.opts.Clock()
-		if old == nil || old.expired(now) || (old.Fingerprint == req.Fingerprint && old.Status == StatusInProgress && !old.leaseLive(now)) {
-			if takes == maxClaims {
-				return Result{}, s.inProgress(log, old, now)
-			}
-			takes++
-			res, seen, done, err := take(old)
-			if done {
-				return res, err
-			}
-			old = seen
-			continue
-		}
-		switch {
-		case old.Fingerprint != req.Fingerprint:
-			log.Info("idem", "outcome", "fingerprint_mismatch")
-			return Result{}, fmt.Errorf("%w (first used at %s)", ErrFingerprintMismatch, time.UnixMilli(old.CreatedAt).UTC().Format(time.RFC3339))
-		case old.Status == StatusCompleted:
-			log.Info("idem", "outcome", "replayed", "status", old.response().StatusCode)
-			return Result{Response: old.response(), Replayed: true}, nil
-		}
-		// In progress under a live lease.
-		if s.opts.Wait <= 0 {
-			return Result{}, s.inProgress(log, old, now)
-		}
-		if waitUntil.IsZero() {
-			waitUntil = time.Now().Add(s.opts.Wait)
-		}
-		if !time.Now().Before(waitUntil) {
-			return Result{}, s.inProgress(log, old, now)
-		}
-		var err error
-		if old, err = s.poll(ctx, pk, waitUntil); err != nil {
-			return Result{}, err
-		}
-	}
-}
-
 // logger is the per-request logger, built only if something will log.
 func (s *Store) logger(ctx context.Context, req Request, path string) *slog.Logger {
 	if !s.opts.Logger.Enabled(ctx, slog.LevelWarn) {
 		return s.opts.Logger
 	}
 	return s.opts.Logger.With("scope", req.Scope, "key_hash", KeyHash(req.Scope, req.Key), "path", path)
-}
-
-func (s *Store) inProgress(log *slog.Logger, old *record, now time.Time) error {
-	retry := time.Second
-	if old != nil {
-		if left := time.Duration(old.LeaseUntil-now.UnixMilli()) * time.Millisecond; left > retry {
-			retry = left.Round(time.Second)
-		}
-	}
-	log.Info("idem", "outcome", "in_progress")
-	return &InProgressError{RetryAfter: retry}
-}
-
-func (s *Store) logOutcome(log *slog.Logger, res Result, err error) {
-	switch {
-	case err == nil:
-		log.Info("idem", "outcome", "executed", "status", res.Response.StatusCode)
-	case errors.Is(err, ErrLeaseLost):
-		log.Warn("idem", "outcome", "fenced")
-	default:
-		// The error text is ours or the work's; the work must not put
-		// secrets in it, as for any logged error.
-		log.Warn("idem", "outcome", "released", "error", err.Error())
-	}
 }

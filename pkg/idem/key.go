@@ -39,9 +39,15 @@ func ValidateKey(key string) error {
 // ParseKeyHeader returns the key carried by an Idempotency-Key header value.
 // It accepts both a bare token and the IETF draft's form, a Structured Field
 // string (a quoted string in which only \" and \\ are escapes), and trims the
-// optional white space around it. The result has passed ValidateKey.
+// optional white space around it. A bare value with a comma is refused:
+// a repeated header arrives joined with commas, and several keys are
+// ambiguous (a key with a comma in it travels quoted). The result has passed
+// ValidateKey.
 func ParseKeyHeader(value string) (string, error) {
 	v := strings.Trim(value, " \t")
+	if !strings.HasPrefix(v, `"`) && strings.Contains(v, ",") {
+		return "", fmt.Errorf("%w: several keys (a repeated header arrives comma-joined); send one, quoted if it holds a comma", ErrInvalidKey)
+	}
 	if strings.HasPrefix(v, `"`) {
 		key, err := parseSFString(v)
 		if err != nil {
@@ -69,7 +75,7 @@ func parseSFString(v string) (string, error) {
 			b.WriteByte(v[i])
 		case '"':
 			if i != len(v)-1 {
-				return "", fmt.Errorf("%w: text after the closing quote", ErrInvalidKey)
+				return "", fmt.Errorf("%w: text after the closing quote (several keys?)", ErrInvalidKey)
 			}
 			return b.String(), nil
 		default:

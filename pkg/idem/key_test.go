@@ -30,6 +30,11 @@ func TestParseKeyHeader(t *testing.T) {
 		{`"unterminated`, ""},
 		{`"bad \n escape"`, ""},
 		{`"two" "keys"`, ""},
+		// A repeated header arrives comma-joined: several keys are a 400.
+		{"k1,k2", ""},
+		{"k1, k1", ""},
+		{`"k1", "k2"`, ""},
+		{`"a,b"`, "a,b"}, // one key with a comma travels quoted
 	}
 	for _, tc := range cases {
 		got, err := idem.ParseKeyHeader(tc.header)

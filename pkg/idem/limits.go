@@ -1,9 +1,11 @@
 package idem
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
@@ -101,17 +103,18 @@ func writeSize(w types.TransactWriteItem) int {
 	return 0
 }
 
-// checkTransaction refuses, with a named error, a transaction that DynamoDB
-// would refuse for its size: the record's own action counts as one of the
-// hundred.
-func checkTransaction(record types.TransactWriteItem, recordSize int, writes []Write) error {
-	if recordSize > MaxItemSize {
-		return fmt.Errorf("%w: the completed record would be %d bytes, over DynamoDB's %d", ErrResponseTooLarge, recordSize, MaxItemSize)
+// checkTransaction refuses, with a named error, what DynamoDB would refuse:
+// a completed record over the item limit, too many actions or bytes (the
+// record's own action counts as one of the hundred), a write with no action,
+// and two actions on one item, the record's included.
+func checkTransaction(table string, record *types.Put, writes []Write) error {
+	if size := ItemSize(record.Item); size > MaxItemSize {
+		return fmt.Errorf("%w: the completed record would be %d bytes, over DynamoDB's %d", ErrResponseTooLarge, size, MaxItemSize)
 	}
 	if n := len(writes) + 1; n > MaxTransactionItems {
 		return fmt.Errorf("%w: %d business writes plus the record make %d actions, over DynamoDB's %d", ErrTooManyWrites, len(writes), n, MaxTransactionItems)
 	}
-	total := writeSize(record)
+	total := ItemSize(record.Item)
 	for i, w := range writes {
 		if w.Item.Put == nil && w.Item.Update == nil && w.Item.Delete == nil && w.Item.ConditionCheck == nil {
 			return fmt.Errorf("%w: write %d names no action", ErrInvalidWrite, i)
@@ -125,5 +128,90 @@ func checkTransaction(record types.TransactWriteItem, recordSize int, writes []W
 	if total > MaxTransactionSize {
 		return fmt.Errorf("%w: %d bytes, over DynamoDB's %d", ErrTransactionTooLarge, total, MaxTransactionSize)
 	}
+	return checkDistinctItems(table, record, writes)
+}
+
+// checkDistinctItems refuses two actions on one item, which DynamoDB
+// refuses with a ValidationException. An update, a delete and a condition
+// check name their key; a put's key is among its attributes, whose key
+// schema is not known here, so two puts on one item are left to DynamoDB
+// (whose refusal is ErrInvalidWrite too).
+func checkDistinctItems(table string, record *types.Put, writes []Write) error {
+	targets := make([]target, 0, len(writes)+1)
+	targets = append(targets, target{table: table, key: map[string]types.AttributeValue{AttrPK: record.Item[AttrPK]}})
+	for _, w := range writes {
+		targets = append(targets, targetOf(w.Item))
+	}
+	for i := 1; i < len(targets); i++ {
+		for j := range i {
+			if targets[i].same(targets[j]) {
+				what := fmt.Sprintf("write %d", j-1)
+				if j == 0 {
+					what = "the idempotency record"
+				}
+				return fmt.Errorf("%w: write %d and %s are the same item; DynamoDB allows one action per item in a transaction", ErrInvalidWrite, i-1, what)
+			}
+		}
+	}
 	return nil
+}
+
+// target is the item an action touches: its key where the action names it,
+// else the whole item of a put.
+type target struct {
+	table string
+	key   map[string]types.AttributeValue // nil for a put
+	item  map[string]types.AttributeValue // a put's item
+}
+
+func targetOf(w types.TransactWriteItem) target {
+	switch {
+	case w.Put != nil:
+		return target{table: aws.ToString(w.Put.TableName), item: w.Put.Item}
+	case w.Update != nil:
+		return target{table: aws.ToString(w.Update.TableName), key: w.Update.Key}
+	case w.Delete != nil:
+		return target{table: aws.ToString(w.Delete.TableName), key: w.Delete.Key}
+	}
+	return target{table: aws.ToString(w.ConditionCheck.TableName), key: w.ConditionCheck.Key}
+}
+
+// same reports whether a and b certainly touch one item: the same table,
+// and a key that the other's key or item holds with the same values.
+func (a target) same(b target) bool {
+	if a.table != b.table || (a.key == nil && b.key == nil) {
+		return false
+	}
+	if a.key == nil {
+		a, b = b, a
+	}
+	other := b.key
+	if other == nil {
+		other = b.item
+	} else if len(other) != len(a.key) {
+		return false
+	}
+	for name, v := range a.key {
+		if !sameKeyValue(v, other[name]) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameKeyValue compares key attribute values, which are strings, numbers or
+// binary.
+func sameKeyValue(a, b types.AttributeValue) bool {
+	switch a := a.(type) {
+	case *types.AttributeValueMemberS:
+		b, ok := b.(*types.AttributeValueMemberS)
+		return ok && a.Value == b.Value
+	case *types.AttributeValueMemberN:
+		b, ok := b.(*types.AttributeValueMemberN)
+		return ok && a.Value == b.Value
+	case *types.AttributeValueMemberB:
+		b, ok := b.(*types.AttributeValueMemberB)
+		return ok && bytes.Equal(a.Value, b.Value)
+	}
+	return false
 }

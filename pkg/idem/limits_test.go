@@ -44,7 +44,7 @@ func TestInvalidRequestsFailBeforeAnyCall(t *testing.T) {
 	}
 }
 
-func TestOversizedResultsAreRefusedAndKeyReleased(t *testing.T) {
+func TestOversizedResultsAreRefusedAndLeaseLapsed(t *testing.T) {
 	big := func(n int) string { return strings.Repeat("x", n) }
 	cases := []struct {
 		name string
@@ -92,12 +92,14 @@ func TestOversizedResultsAreRefusedAndKeyReleased(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
-			if f.db.Get("TransactWriteItems") != 0 || f.db.Get("UpdateItem") != 0 {
-				t.Fatalf("calls = %v: a write was attempted", f.db.Calls())
+			// The claim, then the lapse: no commit was attempted.
+			if calls := f.db.Calls(); calls["TransactWriteItems"] != 0 || calls["PutItem"] != 1 || calls["UpdateItem"] != 1 || f.db.Total() != 2 {
+				t.Fatalf("calls = %v, want the claim and the lapse only", calls)
 			}
-			if f.record("alice", "k1") != nil || f.order("alice", "0") != nil || f.order("alice", "o") != nil {
-				t.Fatal("the claim was not released, or a business write landed")
+			if f.order("alice", "0") != nil || f.order("alice", "o") != nil {
+				t.Fatal("a business write landed")
 			}
+			f.lapsed("alice", "k1", req("alice", "k1", `{}`).Fingerprint)
 		})
 	}
 }

@@ -125,6 +125,23 @@ func (f *fixture) record(scope, key string) map[string]types.AttributeValue {
 	return out.Item
 }
 
+// lapsed fails the test unless (scope, key)'s record is a lapsed lease that
+// still names its request: in progress, lease_until 0, fingerprint fp.
+func (f *fixture) lapsed(scope, key, fp string) {
+	f.t.Helper()
+	item := f.record(scope, key)
+	if str(item, "status") != idem.StatusInProgress || num(item, "lease_until") != "0" || str(item, "fingerprint") != fp {
+		f.t.Fatalf("record = %v, want a lapsed lease bound to its request", item)
+	}
+}
+
+func num(item map[string]types.AttributeValue, name string) string {
+	if v, ok := item[name].(*types.AttributeValueMemberN); ok {
+		return v.Value
+	}
+	return ""
+}
+
 func str(item map[string]types.AttributeValue, name string) string {
 	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
 		return v.Value

@@ -299,7 +299,10 @@ func TestFencedSlowHolderCommitsNothing(t *testing.T) {
 	}
 }
 
-func TestErrorReleasesKeyAndRetryRunsAgain(t *testing.T) {
+// A work error lapses the lease and keeps the record bound to its request:
+// another request under the key is refused, the same request takes over at
+// once (whatever the clock says) and runs the work again.
+func TestErrorLapsesLeaseAndRetryTakesOver(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	r := req("alice", "k1", `{}`)
@@ -311,13 +314,20 @@ func TestErrorReleasesKeyAndRetryRunsAgain(t *testing.T) {
 	if !errors.Is(err, transient) {
 		t.Fatalf("err = %v, want the work's error", err)
 	}
-	if f.record("alice", "k1") != nil || f.order("alice", "o1") != nil {
-		t.Fatal("a failed operation left a record or a business write")
+	if f.order("alice", "o1") != nil {
+		t.Fatal("a failed operation left a business write")
+	}
+	f.lapsed("alice", "k1", r.Fingerprint)
+	if _, err := f.store.Do(ctx, req("alice", "k1", `{"other":1}`), f.createOrder("alice", "o2", nil)); !errors.Is(err, idem.ErrFingerprintMismatch) {
+		t.Fatalf("another request under the lapsed key: %v, want ErrFingerprintMismatch", err)
 	}
 	var runs atomic.Int32
 	res, err := f.store.Do(ctx, r, f.createOrder("alice", "o1", &runs))
 	if err != nil || res.Replayed || runs.Load() != 1 {
 		t.Fatalf("retry = %+v, %v after %d runs; want the work to run again", res, err, runs.Load())
+	}
+	if got := num(f.record("alice", "k1"), "attempts"); got != "2" {
+		t.Fatalf("attempts = %s, want 2: the retry took the lapsed lease over", got)
 	}
 }
 
@@ -464,7 +474,7 @@ func TestBusinessConflictStoresDecidedResponseWithoutWrites(t *testing.T) {
 	}
 }
 
-func TestBusinessConflictWithoutHandlerReleasesKey(t *testing.T) {
+func TestBusinessConflictWithoutHandlerLapsesLease(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	if _, err := f.raw.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.business), Item: f.orderPut("alice", "taken", "existing").Put.Item}); err != nil {
@@ -474,9 +484,7 @@ func TestBusinessConflictWithoutHandlerReleasesKey(t *testing.T) {
 	if !errors.Is(err, idem.ErrWriteConditionFailed) {
 		t.Fatalf("err = %v, want ErrWriteConditionFailed", err)
 	}
-	if f.record("alice", "k1") != nil {
-		t.Fatal("key not released")
-	}
+	f.lapsed("alice", "k1", req("alice", "k1", `{}`).Fingerprint)
 }
 
 func TestCommitWhoseAnswerWasLostSucceeds(t *testing.T) {
@@ -540,7 +548,7 @@ func TestTransactionConflictIsRetried(t *testing.T) {
 	}
 }
 
-func TestUnknownCommitOutcomeReleasesWhenNothingLanded(t *testing.T) {
+func TestUnknownCommitOutcomeLapsesWhenNothingLanded(t *testing.T) {
 	f := newFixture(t)
 	f.db.Before = func(op string) error {
 		if op == "TransactWriteItems" {
@@ -552,7 +560,8 @@ func TestUnknownCommitOutcomeReleasesWhenNothingLanded(t *testing.T) {
 	if err == nil || errors.Is(err, idem.ErrLeaseLost) {
 		t.Fatalf("err = %v, want a plain failure", err)
 	}
-	if f.record("alice", "k1") != nil || f.order("alice", "o1") != nil {
-		t.Fatal("an uncommitted operation left a record or a write")
+	if f.order("alice", "o1") != nil {
+		t.Fatal("an uncommitted operation left a write")
 	}
+	f.lapsed("alice", "k1", req("alice", "k1", `{}`).Fingerprint)
 }

@@ -53,6 +53,7 @@ type record struct {
 type storedResponse struct {
 	StatusCode int               `dynamodbav:"status"`
 	Header     map[string]string `dynamodbav:"headers,omitempty"`
+	Cookies    []string          `dynamodbav:"cookies,omitempty"`
 	Body       []byte            `dynamodbav:"body,omitempty"`
 }
 
@@ -106,7 +107,7 @@ func (r *record) item() map[string]types.AttributeValue {
 
 // encodeResponse is storedResponse as attributevalue would encode it.
 func encodeResponse(resp Response) types.AttributeValue {
-	m := make(map[string]types.AttributeValue, 3)
+	m := make(map[string]types.AttributeValue, 4)
 	m["status"] = number(int64(resp.StatusCode))
 	if len(resp.Header) > 0 {
 		h := make(map[string]types.AttributeValue, len(resp.Header))
@@ -114,6 +115,13 @@ func encodeResponse(resp Response) types.AttributeValue {
 			h[k] = &types.AttributeValueMemberS{Value: v}
 		}
 		m["headers"] = &types.AttributeValueMemberM{Value: h}
+	}
+	if len(resp.Cookies) > 0 {
+		l := make([]types.AttributeValue, len(resp.Cookies))
+		for i, c := range resp.Cookies {
+			l[i] = &types.AttributeValueMemberS{Value: c}
+		}
+		m["cookies"] = &types.AttributeValueMemberL{Value: l}
 	}
 	if len(resp.Body) > 0 {
 		m["body"] = &types.AttributeValueMemberB{Value: resp.Body}

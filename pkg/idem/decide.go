@@ -1,0 +1,124 @@
+package idem
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// step is what a request does next with the record it last saw.
+type step int
+
+const (
+	stepClaim    step = iota // no record, or an expired one: claim it fresh
+	stepTakeover             // this request's, in progress, lease over: take it over
+	stepReplay               // this request's, completed: replay its response
+	stepMismatch             // another request's, in any state: refuse (422)
+	stepBusy                 // this request's, in progress under a live lease: 409, or wait
+)
+
+// next is the protocol's decision, a pure function of the record last seen
+// (nil: none), the request's fingerprint and the time. A record carrying the
+// caller's own lease token never reaches it: a claim that finds its own token
+// has won (see claim).
+//
+// model: pkg/idem/model/idem.pml's "decide:" mirrors this switch line for
+// line; change both together.
+func next(seen *record, fp string, now time.Time) step {
+	switch {
+	case seen == nil || seen.expired(now):
+		return stepClaim
+	case seen.Fingerprint != fp:
+		return stepMismatch
+	case seen.Status == StatusCompleted:
+		return stepReplay
+	case seen.leaseLive(now):
+		return stepBusy
+	}
+	return stepTakeover
+}
+
+// maxClaims bounds how often one call contends for the key (a fresh claim,
+// a takeover, a claim after the record vanished) before it answers 409.
+const maxClaims = 4
+
+// call is one Do or DoAtomic in progress: its request, its logger, and the
+// bounds on its contention and waiting.
+type call struct {
+	s         *Store
+	req       Request
+	pk        string
+	log       *slog.Logger
+	claims    int
+	waitUntil time.Time
+}
+
+func (s *Store) newCall(ctx context.Context, req Request, path string) (*call, error) {
+	if err := validateRequest(req); err != nil {
+		return nil, err
+	}
+	return &call{s: s, req: req, pk: recordPK(req.Scope, req.Key), log: s.logger(ctx, req, path)}, nil
+}
+
+// contend counts one more try at the key, or answers in progress once the
+// call has tried maxClaims times.
+func (c *call) contend(seen *record) error {
+	if c.claims == maxClaims {
+		return c.busy(seen)
+	}
+	c.claims++
+	return nil
+}
+
+// answer ends the call on a record that decides it: a replay or a refusal.
+func (c *call) answer(st step, seen *record) (Result, error) {
+	if st == stepReplay {
+		c.log.Info("idem", "outcome", "replayed", "status", seen.response().StatusCode)
+		return Result{Response: seen.response(), Replayed: true}, nil
+	}
+	c.log.Info("idem", "outcome", "fingerprint_mismatch")
+	return Result{}, fmt.Errorf("%w (first used at %s)", ErrFingerprintMismatch, time.UnixMilli(seen.CreatedAt).UTC().Format(time.RFC3339))
+}
+
+// wait answers a live lease: at once with ErrInProgress, or, with
+// Options.Wait, by reading the record again until the wait is over.
+func (c *call) wait(ctx context.Context, seen *record) (*record, error) {
+	if c.s.opts.Wait <= 0 {
+		return nil, c.busy(seen)
+	}
+	if c.waitUntil.IsZero() {
+		c.waitUntil = time.Now().Add(c.s.opts.Wait)
+	}
+	if !time.Now().Before(c.waitUntil) {
+		return nil, c.busy(seen)
+	}
+	return c.s.poll(ctx, c.pk, c.waitUntil)
+}
+
+// busy is the 409: in progress, retry when the lease last seen ends.
+func (c *call) busy(seen *record) error {
+	retry := time.Second
+	if seen != nil {
+		if left := time.Duration(seen.LeaseUntil-c.s.opts.Clock().UnixMilli()) * time.Millisecond; left > retry {
+			retry = left.Round(time.Second)
+		}
+	}
+	c.log.Info("idem", "outcome", "in_progress")
+	return &InProgressError{RetryAfter: retry}
+}
+
+// finish logs and returns what a commit came to; failed names a failure in
+// the logs ("lapsed" where the lease was handed back).
+func (c *call) finish(o outcome, failed string) (Result, error) {
+	switch {
+	case o.lost:
+		c.log.Warn("idem", "outcome", "fenced")
+		return Result{}, ErrLeaseLost
+	case o.err != nil:
+		c.log.Warn("idem", "outcome", failed, "error", o.err.Error())
+		return Result{}, o.err
+	}
+	c.log.Info("idem", "outcome", "executed", "status", o.res.Response.StatusCode)
+	return o.res, nil
+}

@@ -1,0 +1,43 @@
+package idem
+
+import (
+	"testing"
+	"time"
+)
+
+// TestNextFollowsTheModel holds the pure decision to the model's "decide:"
+// (model/idem.pml), row for row, without DynamoDB.
+func TestNextFollowsTheModel(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	live, lapsed, gone := now.Add(time.Second).UnixMilli(), int64(0), now.Add(-time.Second).UnixMilli()
+	fresh, old := now.Add(time.Hour).Unix(), now.Add(-time.Second).Unix()
+	rec := func(fp, status string, leaseUntil, expiresAt int64) *record {
+		return &record{Fingerprint: fp, Status: status, LeaseUntil: leaseUntil, ExpiresAt: expiresAt}
+	}
+	cases := []struct {
+		name string
+		seen *record
+		want step
+	}{
+		// model: !saw || s_expired -> claim
+		{"nothing seen", nil, stepClaim},
+		{"expired, completed", rec("A", StatusCompleted, gone, old), stepClaim},
+		{"expired, another request's", rec("B", StatusInProgress, live, old), stepClaim},
+		// model: s_fp != myfp -> MISMATCH, in any state
+		{"another request's, in progress", rec("B", StatusInProgress, live, fresh), stepMismatch},
+		{"another request's, lapsed", rec("B", StatusInProgress, lapsed, fresh), stepMismatch},
+		{"another request's, completed", rec("B", StatusCompleted, gone, fresh), stepMismatch},
+		// model: s_status == DONE -> REPLAYED
+		{"completed", rec("A", StatusCompleted, live, fresh), stepReplay},
+		// model: s_live -> CONFLICT (409, or wait)
+		{"in progress, lease live", rec("A", StatusInProgress, live, fresh), stepBusy},
+		// model: else -> takeover
+		{"in progress, lease over", rec("A", StatusInProgress, gone, fresh), stepTakeover},
+		{"in progress, lapsed after an error", rec("A", StatusInProgress, lapsed, fresh), stepTakeover},
+	}
+	for _, tc := range cases {
+		if got := next(tc.seen, "A", now); got != tc.want {
+			t.Errorf("%s: next = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

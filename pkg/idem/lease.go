@@ -1,0 +1,139 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// lease is a won claim: the right to run the work and commit until the
+// lease ends, fenced by token.
+type lease struct {
+	pk       string
+	token    string
+	until    int64 // lease_until as written to the record, epoch ms
+	duration time.Duration
+	item     map[string]types.AttributeValue // the record as claimed
+}
+
+// condLease is the fence: only the holder of the current lease completes
+// the record or lapses it.
+//
+// model: pkg/idem/model/idem.pml mirrors this condition (inline commit and
+// inline lapse); change both together.
+const condLease = "#status = :in_progress AND lease_token = :mine"
+
+// run executes the work under the lease and commits what it produced.
+func (s *Store) run(ctx context.Context, c *call, l *lease, work Work) (res Result, err error) {
+	workCtx, cancel, err := s.workContext(ctx, l)
+	if err != nil {
+		s.lapse(ctx, l.pk, l.token)
+		return Result{}, err
+	}
+	defer cancel()
+	defer func() {
+		// A panicking work is a crash as far as the protocol goes, but this
+		// process survives it, so it can hand the lease back at once
+		// instead of leaving it to run out.
+		if p := recover(); p != nil {
+			s.lapse(ctx, l.pk, l.token)
+			panic(p)
+		}
+	}()
+	var tx Tx
+	resp, err := work(workCtx, &tx)
+	if err != nil {
+		s.lapse(ctx, l.pk, l.token)
+		c.log.Warn("idem", "outcome", "lapsed", "error", err.Error())
+		return Result{}, err
+	}
+	o := s.commit(ctx, s.completion(l, tx.writes), resp)
+	switch {
+	case o.unknown:
+		o = s.settle(ctx, l.pk, l.token, o.err)
+	case o.err != nil:
+		s.lapse(ctx, l.pk, l.token)
+	}
+	return c.finish(o, "lapsed")
+}
+
+// workContext ends at the lease's end as written to the record, less the
+// commit reserve: time the claim took (SDK retries, a slow network) comes
+// out of the work's time, never out of the fence's margin.
+func (s *Store) workContext(ctx context.Context, l *lease) (context.Context, context.CancelFunc, error) {
+	reserve := min(s.opts.CommitReserve, l.duration/4)
+	left := time.Duration(l.until-s.opts.Clock().UnixMilli())*time.Millisecond - reserve
+	if left <= 0 {
+		return nil, nil, fmt.Errorf("idem: the claim took the whole lease; lease lapsed: %w", context.DeadlineExceeded)
+	}
+	ctx, cancel := context.WithTimeout(ctx, left)
+	return ctx, cancel, nil
+}
+
+// lapse ends a lease at once after a failure that committed nothing: one
+// update fenced on the lease sets lease_until to 0, whatever any clock says,
+// and keeps the fingerprint and expires_at. The key stays bound to its
+// request: the same request's retry takes it over at once, another request
+// still gets 422. Deleting instead would let another request bind the key
+// after a failure that may already have had an outside effect.
+//
+// It reports whether it lapsed the lease, or else the record it found (nil:
+// none). Sent twice, it lapses twice, which is the same. It runs even when
+// ctx is done, since that is when a failure is likeliest.
+func (s *Store) lapse(ctx context.Context, pk, token string) (lapsed bool, found *record, err error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	err = retryConflicts(ctx, func(int) error {
+		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                           &s.table,
+			Key:                                 map[string]types.AttributeValue{AttrPK: &types.AttributeValueMemberS{Value: pk}},
+			UpdateExpression:                    aws.String("SET lease_until = :zero"),
+			ConditionExpression:                 aws.String(condLease),
+			ExpressionAttributeNames:            map[string]string{"#status": attrStatus},
+			ExpressionAttributeValues:           leaseValues(token, map[string]types.AttributeValue{":zero": number(0)}),
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		return err
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return true, nil, nil
+	case errors.As(err, &ccf):
+		found, err = s.seen(ctx, pk, ccf.Item)
+		return false, found, err
+	}
+	return false, nil, fmt.Errorf("idem: lapse: %w", err)
+}
+
+// settle decides a commit whose outcome the client did not see (a timeout,
+// a reset after every SDK retry) by lapsing the lease, which races the
+// commit safely since both are fenced on it. Lapsed: the commit had not
+// landed. Completed under this lease token: the commit landed and only its
+// answer was lost. Anyone else's record: this lease lost the key.
+func (s *Store) settle(ctx context.Context, pk, token string, cause error) outcome {
+	lapsed, r, err := s.lapse(ctx, pk, token)
+	switch {
+	case err != nil:
+		return outcome{err: fmt.Errorf("idem: commit outcome unknown, lease left to run out: %w", errors.Join(cause, err))}
+	case lapsed:
+		return outcome{err: fmt.Errorf("idem: commit failed, lease lapsed: %w", cause)}
+	case r != nil && r.Status == StatusCompleted && r.LeaseToken == token:
+		return outcome{res: Result{Response: r.response()}}
+	case r != nil && r.LeaseToken != token:
+		return outcome{lost: true, seen: r}
+	}
+	return outcome{err: fmt.Errorf("idem: commit outcome unknown, the record is gone: %w", cause)}
+}
+
+// leaseValues are the values of condLease, with more.
+func leaseValues(token string, more map[string]types.AttributeValue) map[string]types.AttributeValue {
+	more[":in_progress"] = &types.AttributeValueMemberS{Value: StatusInProgress}
+	more[":mine"] = &types.AttributeValueMemberS{Value: token}
+	return more
+}

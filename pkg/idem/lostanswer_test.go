@@ -1,0 +1,219 @@
+package idem_test
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemkeys/idem/local/dynamo"
+	"github.com/idemkeys/idem/local/faultproxy"
+	"github.com/idemkeys/idem/pkg/idem"
+)
+
+// proxied is a store on the fixture's table and clock whose calls go
+// through a fault proxy, with the SDK's retries kept short: 3 attempts.
+func (f *fixture) proxied(optFns ...func(*idem.Options)) (*faultproxy.Proxy, *idem.Store) {
+	f.t.Helper()
+	proxy, err := faultproxy.New(os.Getenv(dynamo.EndpointEnv))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	srv := httptest.NewServer(proxy)
+	f.t.Cleanup(srv.Close)
+	client := dynamo.NewClient(srv.URL, func(o *dynamodb.Options) {
+		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+			so.MaxAttempts = 3
+			so.MaxBackoff = 20 * time.Millisecond
+		})
+	})
+	fns := append([]func(*idem.Options){func(o *idem.Options) { o.Clock = f.clock.Now }}, optFns...)
+	s, err := idem.New(client, f.table, fns...)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return proxy, s
+}
+
+func mustInject(t *testing.T, p *faultproxy.Proxy, kind faultproxy.Kind, want int) {
+	t.Helper()
+	if got := p.Injected(kind); got != want {
+		t.Fatalf("fault %v injected %d times, want %d: the case tests nothing", kind, got, want)
+	}
+}
+
+// A claim that lands and loses its answer is sent again by the SDK; the
+// second put fails its condition on the record the first wrote, which
+// carries this claim's own token: won, not 409.
+func TestClaimWhoseAnswerWasLostIsWon(t *testing.T) {
+	f := newFixture(t)
+	proxy, store := f.proxied()
+	proxy.Inject(faultproxy.Fault{Op: "PutItem", Kind: faultproxy.CommitThenDrop})
+	var runs atomic.Int32
+	res, err := store.Do(context.Background(), req("alice", "k1", `{}`), f.createOrder("alice", "o1", &runs))
+	if err != nil || res.Response.StatusCode != 201 || res.Replayed || runs.Load() != 1 {
+		t.Fatalf("got %+v, %v after %d runs; want the work run once and committed", res, err, runs.Load())
+	}
+	mustInject(t, proxy, faultproxy.CommitThenDrop, 1)
+	if str(f.record("alice", "k1"), "status") != idem.StatusCompleted {
+		t.Fatal("the record is not completed")
+	}
+}
+
+// The same for a takeover of a crashed holder's lapsed lease.
+func TestTakeoverWhoseAnswerWasLostIsWon(t *testing.T) {
+	f := newFixture(t, func(o *idem.Options) { o.Lease = 10 * time.Second })
+	r := req("alice", "k1", `{}`)
+	release := holdKey(t, f.store, r) // a holder that stalls past its lease
+	defer release()
+	f.clock.Advance(11 * time.Second)
+	proxy, store := f.proxied(func(o *idem.Options) { o.Lease = 10 * time.Second })
+	// The first put is the fresh claim that finds the stalled lease; the
+	// second, the takeover, lands and loses its answer.
+	proxy.Inject(faultproxy.Fault{Op: "PutItem", Kind: faultproxy.CommitThenDrop, Skip: 1})
+	var runs atomic.Int32
+	res, err := store.Do(context.Background(), r, f.createOrder("alice", "o1", &runs))
+	if err != nil || res.Response.StatusCode != 201 || runs.Load() != 1 {
+		t.Fatalf("takeover = %+v, %v after %d runs; want the work run and committed", res, err, runs.Load())
+	}
+	mustInject(t, proxy, faultproxy.CommitThenDrop, 1)
+	if got := num(f.record("alice", "k1"), "attempts"); got != "2" {
+		t.Fatalf("attempts = %s, want 2", got)
+	}
+}
+
+// A claim that lands while every answer is lost fails, but hands its lease
+// back: the request's retry takes over at once instead of waiting out a
+// lease that nobody holds.
+func TestClaimWithEveryAnswerLostLapses(t *testing.T) {
+	f := newFixture(t, func(o *idem.Options) { o.Lease = 30 * time.Second })
+	proxy, store := f.proxied(func(o *idem.Options) { o.Lease = 30 * time.Second })
+	proxy.Inject(faultproxy.Fault{Op: "PutItem", Kind: faultproxy.CommitThenDrop, Times: 3})
+	r := req("alice", "k1", `{}`)
+	var runs atomic.Int32
+	if _, err := store.Do(context.Background(), r, f.createOrder("alice", "o1", &runs)); err == nil || errors.Is(err, idem.ErrInProgress) {
+		t.Fatalf("first call: %v, want the claim's failure", err)
+	}
+	mustInject(t, proxy, faultproxy.CommitThenDrop, 3)
+	f.lapsed("alice", "k1", r.Fingerprint)
+	res, err := store.Do(context.Background(), r, f.createOrder("alice", "o1", &runs))
+	if err != nil || res.Response.StatusCode != 201 || runs.Load() != 1 {
+		t.Fatalf("retry = %+v, %v after %d runs; want it to take over and run", res, err, runs.Load())
+	}
+}
+
+// A lapse that lands and loses its answer is sent again: the work's own
+// error comes back, never "taken over", and the retry takes over at once.
+func TestLapseWhoseAnswerWasLostIsNoTakeover(t *testing.T) {
+	f := newFixture(t)
+	proxy, store := f.proxied()
+	r := req("alice", "k1", `{}`)
+	failing := errors.New("provider timed out")
+	proxy.Inject(faultproxy.Fault{Op: "UpdateItem", Kind: faultproxy.CommitThenDrop})
+	_, err := store.Do(context.Background(), r, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		return idem.Response{}, failing
+	})
+	if !errors.Is(err, failing) {
+		t.Fatalf("err = %v, want the work's error", err)
+	}
+	mustInject(t, proxy, faultproxy.CommitThenDrop, 1)
+	f.lapsed("alice", "k1", r.Fingerprint)
+	if res, err := store.Do(context.Background(), r, f.createOrder("alice", "o1", nil)); err != nil || res.Response.StatusCode != 201 {
+		t.Fatalf("retry = %+v, %v; want the takeover to commit", res, err)
+	}
+}
+
+// A commit whose every send fails (so its outcome is unknown) is settled by
+// the lapse; when the lapse's answer is lost too, its resend must still not
+// be read as a takeover. This is the case that failed once under load on
+// DynamoDB Local with the release as a delete: now it is designed out.
+func TestUnknownCommitWithLostLapseIsNoTakeover(t *testing.T) {
+	f := newFixture(t)
+	proxy, store := f.proxied()
+	r := req("alice", "k1", `{}`)
+	proxy.Inject(faultproxy.Fault{Op: "TransactWriteItems", Kind: faultproxy.ResetBefore, Times: 3})
+	proxy.Inject(faultproxy.Fault{Op: "UpdateItem", Kind: faultproxy.CommitThenDrop})
+	_, err := store.Do(context.Background(), r, f.createOrder("alice", "o1", nil))
+	if err == nil || errors.Is(err, idem.ErrLeaseLost) {
+		t.Fatalf("err = %v, want a plain failure, not a takeover", err)
+	}
+	mustInject(t, proxy, faultproxy.ResetBefore, 3)
+	mustInject(t, proxy, faultproxy.CommitThenDrop, 1)
+	f.lapsed("alice", "k1", r.Fingerprint)
+}
+
+// A single-item write that meets a transaction in flight on its item gets
+// TransactionConflictException, which the SDK does not retry: retried here
+// a bounded number of times, then answered in progress, never as an
+// internal error.
+func TestTransactionConflictOnSingleItemWrites(t *testing.T) {
+	cases := []struct {
+		name   string
+		op     string
+		times  int
+		wantOK bool
+	}{
+		{"the claim, once", "PutItem", 1, true},
+		{"the claim, past the bound", "PutItem", 4, false},
+		{"the commit with no business write, once", "PutItem", 1, true},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			proxy, store := f.proxied()
+			work := f.createOrder("alice", "o1", nil)
+			if i == 2 { // no business write: the commit is a PutItem too
+				work = func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+					proxy.Inject(faultproxy.Fault{Op: tc.op, Kind: faultproxy.TransactionConflict, Times: tc.times})
+					return idem.Response{StatusCode: 204}, nil
+				}
+			} else {
+				proxy.Inject(faultproxy.Fault{Op: tc.op, Kind: faultproxy.TransactionConflict, Times: tc.times})
+			}
+			res, err := store.Do(context.Background(), req("alice", "k1", `{}`), work)
+			mustInject(t, proxy, faultproxy.TransactionConflict, tc.times)
+			if tc.wantOK && (err != nil || res.Response.StatusCode == 0) {
+				t.Fatalf("got %+v, %v; want the retried write to succeed", res, err)
+			}
+			var busy *idem.InProgressError
+			if !tc.wantOK && !errors.As(err, &busy) {
+				t.Fatalf("err = %v, want an *InProgressError (409)", err)
+			}
+		})
+	}
+}
+
+// The work's context ends at the lease's end as written to the record,
+// less the commit reserve: time the claim spent (here, 400ms of latency)
+// comes out of the work's time, not out of the fence's margin.
+func TestWorkDeadlineFollowsTheWrittenLease(t *testing.T) {
+	f := newFixture(t)
+	lease, reserve := 2*time.Second, 500*time.Millisecond
+	proxy, store := f.proxied(func(o *idem.Options) { o.Clock = time.Now; o.Lease = lease; o.CommitReserve = reserve })
+	proxy.Inject(faultproxy.Fault{Op: "PutItem", Kind: faultproxy.Latency, Delay: 400 * time.Millisecond})
+	var deadline time.Time
+	_, err := store.Do(context.Background(), req("alice", "k1", `{}`), func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		deadline, _ = ctx.Deadline()
+		return idem.Response{StatusCode: 204}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustInject(t, proxy, faultproxy.Latency, 1)
+	item := f.record("alice", "k1")
+	var untilMS int64
+	for _, c := range num(item, "lease_until") {
+		untilMS = untilMS*10 + int64(c-'0')
+	}
+	// lease_until is written in whole milliseconds, truncated.
+	latest := time.UnixMilli(untilMS + 1).Add(-reserve)
+	if deadline.IsZero() || deadline.After(latest) {
+		t.Fatalf("the work's deadline %v is after lease_until - reserve = %v", deadline, latest)
+	}
+}
