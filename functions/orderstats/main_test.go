@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
