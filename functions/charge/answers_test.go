@@ -83,7 +83,13 @@ func TestSaved500IsSettledWithoutASecondCharge(t *testing.T) {
 		t.Run(string(tc.kind), func(t *testing.T) {
 			f := newFixture(t)
 			f.sim.Inject(provider.Fault{Kind: tc.kind})
+			before := f.requests.Load()
 			first := f.call("POST", "/charges", "alice", "k-1", visa)
+			if n := f.requests.Load() - before; n != 2 {
+				// stripe-go does not retry a 500 that carries an error
+				// object: the payment method's lookup, then one create.
+				t.Fatalf("%d provider requests, want 2", n)
+			}
 			if first.StatusCode != 503 || errorCode(t, first) != "provider_outcome_unknown" || first.Headers["Retry-After"] == "" {
 				t.Fatalf("first = %d %v %s, want 503 provider_outcome_unknown with Retry-After", first.StatusCode, first.Headers, first.Body)
 			}
@@ -267,5 +273,31 @@ func TestKeyInUseIsWaitedOutABoundedNumberOfTimes(t *testing.T) {
 	}
 	if n := f.requests.Load() - before; n != 1+int64(len(keyInUseBackoff))+1 {
 		t.Fatalf("%d provider requests, want the lookup and %d creates", n, len(keyInUseBackoff)+1)
+	}
+}
+
+// An operation abandoned after its provider call (the client never came
+// back) leaves its marker. Once its record expired, the key may be reused
+// for another request: a new operation, charged under the next downstream
+// key, so the provider does not refuse it as another request under a key.
+func TestReusedKeyAfterAnAbandonedOperationIsANewOne(t *testing.T) {
+	f := newFixture(t)
+	f.sim.SetKeyRetention(3 * provider.KeyRetention) // "at least" 24 hours
+	crashed, err := idem.New(dead{f.raw}, f.tables[0], func(o *idem.Options) { o.Clock = f.clock.now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	healthy := f.server.store
+	f.server.store = crashed
+	f.Handle = f.server.routes()
+	f.call("POST", "/charges", "alice", "k-1", visa) // charged, then died
+	f.server.store = healthy
+	f.Handle = f.server.routes()
+	f.clock.add(idem.MinTTL + time.Hour) // the record expired; the provider still may keep its key
+	other := strings.Replace(visa, "1050", "2000", 1)
+	resp := f.call("POST", "/charges", "alice", "k-1", other)
+	effects := f.sim.Effects()
+	if resp.StatusCode != 201 || len(effects) != 2 || !strings.HasSuffix(effects[1].IdempotencyKey, "-1") || effects[1].Amount != 2000 {
+		t.Fatalf("reused key = %d %s, effects %+v: want a new charge under the next key", resp.StatusCode, resp.Body, effects)
 	}
 }

@@ -75,26 +75,45 @@ type chargeDB interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 }
 
-// begin returns the operation's marker, writing a new one for a first
-// attempt, or for a request other than the one an abandoned marker was
-// left by (its key expired and was reused: a new operation, under a new
-// generation so the provider does not see another request under its key).
-func (s *server) begin(ctx context.Context, scope, key, request string) (marker, bool, error) {
-	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: markerKey(scope, key), ConsistentRead: aws.Bool(true)})
+// begin returns the operation's marker: a new one for a first attempt,
+// written by one conditional put that, when it loses, returns the marker an
+// earlier attempt left (retry). A marker left by another request (an
+// abandoned operation whose key expired and was reused) is replaced, under
+// the next generation, so the provider never sees another request under a
+// key it keeps.
+func (s *server) begin(ctx context.Context, scope, key, request string) (m marker, retry bool, err error) {
+	m = marker{Scope: scope, ID: markerPrefix + idem.KeyHash(scope, key), Request: request, Since: s.now().Unix()}
+	item, err := attributevalue.MarshalMap(&m)
 	if err != nil {
-		return marker{}, false, fmt.Errorf("read the attempt marker: %w", err)
+		return marker{}, false, err
 	}
-	var m marker
-	if len(out.Item) > 0 {
-		if err := attributevalue.UnmarshalMap(out.Item, &m); err != nil {
-			return marker{}, false, err
-		}
-		if m.Request == request {
-			return m, true, nil
-		}
-		m.Generation++
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(charge_id)"),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return m, false, nil
+	case !errors.As(err, &ccf):
+		return marker{}, false, fmt.Errorf("write the attempt marker: %w", err)
 	}
-	m.Scope, m.ID, m.Request, m.Since, m.Unknown = scope, markerPrefix+idem.KeyHash(scope, key), request, s.now().Unix(), 0
+	oldItem := ccf.Item
+	if len(oldItem) == 0 { // an engine that does not return it
+		out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: markerKey(scope, key), ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return marker{}, false, fmt.Errorf("read the attempt marker: %w", err)
+		}
+		oldItem = out.Item
+	}
+	var old marker
+	if err := attributevalue.UnmarshalMap(oldItem, &old); err != nil {
+		return marker{}, false, err
+	}
+	if old.Request == request {
+		return old, true, nil
+	}
+	m.Generation = old.Generation + 1
 	return m, false, s.putMarker(ctx, m)
 }
 

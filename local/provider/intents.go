@@ -147,7 +147,7 @@ func orDefault(v, def int) int {
 
 // reserve claims key for a first request, or finds what to replay. A
 // replay with a nil entry means the first request is still executing. A key
-// older than KeyRetention is pruned first, and its request is a new one.
+// older than the retention is pruned first, and its request is a new one.
 func (s *Simulator) reserve(key, hash string) (entry *stored, replay bool, conflict string) {
 	if key == "" {
 		return nil, false, ""
@@ -155,7 +155,7 @@ func (s *Simulator) reserve(key, hash string) (entry *stored, replay bool, confl
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	if e, ok := s.keys[key]; ok && now.Sub(e.created) >= KeyRetention {
+	if e, ok := s.keys[key]; ok && now.Sub(e.created) >= s.retention {
 		delete(s.keys, key)
 	}
 	if e, ok := s.keys[key]; ok {

@@ -97,6 +97,7 @@ type Simulator struct {
 	mu        sync.Mutex
 	now       func() time.Time
 	searchLag time.Duration
+	retention time.Duration // of idempotency keys: KeyRetention unless set
 	pending   int // create requests being served now
 	intents   map[string]*PaymentIntent
 	customers map[string]*Customer
@@ -111,7 +112,7 @@ func New(secret string, log *slog.Logger) *Simulator {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Simulator{secret: secret, log: log, now: time.Now}
+	s := &Simulator{secret: secret, log: log, now: time.Now, retention: KeyRetention}
 	s.Reset()
 	return s
 }
@@ -133,10 +134,12 @@ func (s *Simulator) SetSearchLag(d time.Duration) {
 	s.searchLag = d
 }
 
-func (s *Simulator) clock() time.Time {
+// SetKeyRetention keeps idempotency keys for d instead of KeyRetention:
+// Stripe keeps them "at least" 24 hours, so longer is within its word.
+func (s *Simulator) SetKeyRetention(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.now()
+	s.retention = d
 }
 
 // Inject queues a fault for the next create requests.
