@@ -98,7 +98,7 @@ type Simulator struct {
 	now       func() time.Time
 	searchLag time.Duration
 	retention time.Duration // of idempotency keys: KeyRetention unless set
-	pending   int // create requests being served now
+	pending   int           // create requests being served now
 	intents   map[string]*PaymentIntent
 	customers map[string]*Customer
 	methods   map[string]*PaymentMethod // saved (attached) payment methods
