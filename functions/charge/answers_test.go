@@ -116,6 +116,22 @@ func TestSaved500IsSettledWithoutASecondCharge(t *testing.T) {
 	}
 }
 
+// A saved 500 after a declined confirmation settles as the decline.
+func TestSaved500OverADeclineSettlesAsTheDecline(t *testing.T) {
+	f := newFixture(t)
+	f.sim.Inject(provider.Fault{Kind: provider.FailAfterEffect})
+	declined := body(provider.CardInsufficientFunds)
+	if first := f.call("POST", "/charges", "alice", "k-1", declined); first.StatusCode != 503 {
+		t.Fatalf("first = %d %s, want 503", first.StatusCode, first.Body)
+	}
+	f.clock.add(searchLag)
+	settled := f.call("POST", "/charges", "alice", "k-1", declined)
+	effects := f.sim.Effects()
+	if settled.StatusCode != 402 || !strings.Contains(settled.Body, `"decline_code":"insufficient_funds"`) || len(effects) != 1 || !strings.Contains(settled.Body, effects[0].PaymentIntentID) {
+		t.Fatalf("settled = %d %s, effects %+v: want the first attempt's decline", settled.StatusCode, settled.Body, effects)
+	}
+}
+
 // A takeover after the provider pruned its key (leases renew the record,
 // so an operation can outlive the provider's key) finds the first charge
 // by its metadata instead of making a second.
