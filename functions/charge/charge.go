@@ -90,15 +90,16 @@ func (s *server) create(ctx context.Context, req events.APIGatewayV2HTTPRequest,
 		Scope: scope, Object: "charge", Amount: amount, Currency: c.Currency, PaymentMethod: who.paymentMethod, Customer: who.customer,
 		Description: c.Description, Metadata: c.Metadata, Created: s.now().Unix(), KeyHash: idem.KeyHash(scope, key),
 	}
+	op := downstreamKey(scope, key, 0) // names the operation at the provider, whatever the generation
 	var found *stripe.PaymentIntent
 	if retry {
-		if found, m, err = s.settle(ctx, m, ch.KeyHash); err != nil {
+		if found, m, err = s.settle(ctx, m, op); err != nil {
 			return events.APIGatewayV2HTTPResponse{}, err
 		}
 	}
 	a := answer{intent: found}
 	if found == nil {
-		a, err = classify(s.payments.CreatePaymentIntent(ctx, intentParams(c, amount, who, downstreamKey(scope, key, m.Generation), ch.KeyHash, fp, m.Generation)))
+		a, err = classify(s.payments.CreatePaymentIntent(ctx, intentParams(c, amount, who, downstreamKey(scope, key, m.Generation), op, fp, m.Generation)))
 	}
 	switch {
 	case err != nil:

@@ -27,7 +27,8 @@ import (
 // outlive the provider's key).
 //
 // So every intent carries the operation's id in its metadata (MetaOperation:
-// a digest of scope and key, with MetaRequest, the request's fingerprint),
+// its first downstream key, a digest of scope and key; MetaRequest, the
+// request's fingerprint),
 // and the charge keeps an attempt marker in ChargesTable from its first
 // provider call until its commit, which deletes it. A retry that finds the
 // marker knows an earlier attempt may have charged: once searchLag has
