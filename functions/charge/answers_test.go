@@ -136,22 +136,29 @@ func TestSaved500OverADeclineSettlesAsTheDecline(t *testing.T) {
 // so an operation can outlive the provider's key) finds the first charge
 // by its metadata instead of making a second.
 func TestRetryAfterTheProviderForgotItsKeyFindsTheCharge(t *testing.T) {
-	f := newFixture(t, func(o *idem.Options) { o.Lease = 5 * time.Second })
-	crashed, err := idem.New(dead{f.raw}, f.tables[0], func(o *idem.Options) { o.Clock = f.clock.now; o.Lease = 5 * time.Second })
-	if err != nil {
-		t.Fatal(err)
-	}
-	healthy := f.server.store
-	f.server.store = crashed
-	f.Handle = f.server.routes()
-	f.call("POST", "/charges", "alice", "k-1", visa) // charged, then died before the commit
-	f.server.store = healthy
-	f.Handle = f.server.routes()
-	f.clock.add(provider.KeyRetention + time.Hour)
-	resp := f.call("POST", "/charges", "alice", "k-1", visa)
-	effects := f.sim.Effects()
-	if resp.StatusCode != 201 || len(effects) != 1 || charged(t, resp).ID != effects[0].PaymentIntentID {
-		t.Fatalf("retry a day later = %d %s, effects %+v: want the first charge", resp.StatusCode, resp.Body, effects)
+	// With the shortest TTL the record has expired by then and the retry
+	// claims afresh; with the longest it takes the lapsed lease over.
+	for _, ttl := range []time.Duration{idem.MinTTL, idem.MaxTTL} {
+		t.Run(ttl.String(), func(t *testing.T) {
+			opts := func(o *idem.Options) { o.Lease, o.TTL = 5*time.Second, ttl }
+			f := newFixture(t, opts)
+			crashed, err := idem.New(dead{f.raw}, f.tables[0], opts, func(o *idem.Options) { o.Clock = f.clock.now })
+			if err != nil {
+				t.Fatal(err)
+			}
+			healthy := f.server.store
+			f.server.store = crashed
+			f.Handle = f.server.routes()
+			f.call("POST", "/charges", "alice", "k-1", visa) // charged, then died before the commit
+			f.server.store = healthy
+			f.Handle = f.server.routes()
+			f.clock.add(provider.KeyRetention + time.Hour)
+			resp := f.call("POST", "/charges", "alice", "k-1", visa)
+			effects := f.sim.Effects()
+			if resp.StatusCode != 201 || len(effects) != 1 || charged(t, resp).ID != effects[0].PaymentIntentID {
+				t.Fatalf("retry a day later = %d %s, effects %+v: want the first charge", resp.StatusCode, resp.Body, effects)
+			}
+		})
 	}
 }
 
