@@ -28,6 +28,8 @@ deps:
 vet:
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	@command -v cfn-lint >/dev/null || { echo "cfn-lint not found: pip install cfn-lint"; exit 1; }
+	cfn-lint template.yaml
 
 test: deps vet
 	$(GO) test -count=1 -timeout 15m ./...

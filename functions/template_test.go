@@ -67,7 +67,8 @@ func TestOnlyTheIdempotencyTableExpiresItems(t *testing.T) {
 var needs = map[string]map[string][]string{
 	"ChargeFunction": {
 		"IdempotencyTable": {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
-		"ChargesTable":     {"dynamodb:GetItem", "dynamodb:PutItem"},
+		// The commit deletes the attempt marker (functions/charge/settle.go).
+		"ChargesTable": {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem"},
 	},
 	"OrderFunction": {
 		"IdempotencyTable": {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},

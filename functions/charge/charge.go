@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -32,19 +34,21 @@ type charge struct {
 	Object        string            `dynamodbav:"-" json:"object"`
 	Amount        int64             `dynamodbav:"amount" json:"amount"`
 	Currency      string            `dynamodbav:"currency" json:"currency"`
-	Status        string            `dynamodbav:"status" json:"status"` // succeeded, declined, or the provider's
+	Status        string            `dynamodbav:"status" json:"status"` // the intent's status, or declined
 	PaymentMethod string            `dynamodbav:"payment_method,omitempty" json:"payment_method,omitempty"`
 	Customer      string            `dynamodbav:"customer,omitempty" json:"customer,omitempty"`
 	Description   string            `dynamodbav:"description,omitempty" json:"description,omitempty"`
 	Metadata      map[string]string `dynamodbav:"metadata,omitempty" json:"metadata,omitempty"`
 	DeclineCode   string            `dynamodbav:"decline_code,omitempty" json:"decline_code,omitempty"`
+	ErrorCode     string            `dynamodbav:"error_code,omitempty" json:"error_code,omitempty"`
+	NextAction    string            `dynamodbav:"next_action,omitempty" json:"next_action,omitempty"`
 	Created       int64             `dynamodbav:"created" json:"created"`
 	KeyHash       string            `dynamodbav:"key_hash" json:"-"` // for operators: which key made it
 }
 
 type server struct {
 	store      *idem.Store
-	db         app.Reader
+	db         chargeDB
 	table      string // ChargesTable
 	payments   Payments
 	scopeClaim string
@@ -61,82 +65,139 @@ func (s *server) routes() app.Routes {
 	}
 }
 
-// create charges the payment method once per Idempotency-Key. The provider
-// gets a key derived from (scope, key), so that a takeover after a crash
-// between the provider's answer and the commit finds the first charge there
-// instead of making a second one.
+// create charges once per Idempotency-Key: it resolves what to charge from
+// the caller's own objects, settles what an earlier attempt may have left at
+// the provider, creates the intent under a downstream key derived from
+// (scope, key), and commits the charge with the response.
 func (s *server) create(ctx context.Context, req events.APIGatewayV2HTTPRequest, tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
 	c, amount, _ := parseCharge([]byte(req.Body)) // validated before the claim
 	scope, key := idem.Scope(ctx), idem.Key(ctx)
-
-	params := &stripe.PaymentIntentCreateParams{
-		Amount:   stripe.Int64(amount),
-		Currency: stripe.String(c.Currency),
-		Confirm:  stripe.Bool(true),
+	who, err := resolvePayer(ctx, s.payments, scope, c)
+	switch {
+	case errors.Is(err, errNotYours):
+		return idem.ErrorResponse(http.StatusBadRequest, "payment_source_unknown", "no such payment_method or customer of yours"), nil
+	case errors.Is(err, errNoDefaultMethod):
+		return idem.ErrorResponse(http.StatusBadRequest, "payment_method_required", "the customer has no default payment method; give payment_method"), nil
+	case err != nil:
+		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	if c.PaymentMethod != "" {
-		params.PaymentMethod = stripe.String(c.PaymentMethod)
-	} else {
-		params.Customer = stripe.String(c.Customer)
-	}
-	if c.Description != "" {
-		params.Description = stripe.String(c.Description)
-	}
-	for k, v := range c.Metadata {
-		params.AddMetadata(k, v)
-	}
-	params.SetIdempotencyKey(idem.DownstreamKey("charge", scope, key))
-
-	res, err := classify(s.payments.CreatePaymentIntent(ctx, params))
+	fp, _ := idem.Fingerprint(http.MethodPost, "/charges", []byte(req.Body), true)
+	m, retry, err := s.begin(ctx, scope, key, fp)
 	if err != nil {
-		return events.APIGatewayV2HTTPResponse{}, err // released: a retry asks the provider again
+		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	if res.rejected != nil {
-		status, code := http.StatusBadRequest, "provider_rejected"
-		if res.rejected.Type == stripe.ErrorTypeIdempotency {
-			// The key was released after a failure and reused with another
-			// request: the provider holds the first one.
-			status, code = http.StatusUnprocessableEntity, "idempotency_key_reused"
-		}
-		return idem.ErrorResponse(status, code, res.rejected.Msg), nil
-	}
-
 	ch := charge{
-		Scope: scope, Object: "charge", Amount: amount, Currency: c.Currency,
-		PaymentMethod: c.PaymentMethod, Customer: c.Customer, Description: c.Description, Metadata: c.Metadata,
-		Created: s.now().Unix(), KeyHash: idem.KeyHash(scope, key),
+		Scope: scope, Object: "charge", Amount: amount, Currency: c.Currency, PaymentMethod: who.paymentMethod, Customer: who.customer,
+		Description: c.Description, Metadata: c.Metadata, Created: s.now().Unix(), KeyHash: idem.KeyHash(scope, key),
 	}
-	status := http.StatusCreated
-	var body any
-	if d := res.declined; d != nil {
-		ch.Status, ch.DeclineCode = "declined", string(d.DeclineCode)
-		if d.PaymentIntent != nil {
-			ch.ID = d.PaymentIntent.ID
+	op := downstreamKey(scope, key, 0) // names the operation at the provider, whatever the generation
+	var found *stripe.PaymentIntent
+	if retry {
+		if found, m, err = s.settle(ctx, m, op); err != nil {
+			return events.APIGatewayV2HTTPResponse{}, err
 		}
-		status = http.StatusPaymentRequired
-		body = map[string]any{"error": map[string]string{
-			"code": "card_declined", "decline_code": string(d.DeclineCode), "message": d.Msg, "charge_id": ch.ID,
-		}}
-	} else {
-		ch.ID, ch.Status = res.intent.ID, string(res.intent.Status)
-		body = ch
 	}
-	if ch.ID != "" {
+	a := answer{intent: found}
+	if found == nil {
+		a, err = classify(s.payments.CreatePaymentIntent(ctx, intentParams(c, amount, who, downstreamKey(scope, key, m.Generation), op, fp, m.Generation)))
+	}
+	switch {
+	case err != nil:
+		return events.APIGatewayV2HTTPResponse{}, err // lapsed: a retry asks the provider again
+	case a.unknown != nil:
+		return events.APIGatewayV2HTTPResponse{}, s.recordUnknown(ctx, m)
+	}
+	resp, stored := respond(&ch, a)
+	if stored {
 		item, err := attributevalue.MarshalMap(&ch)
 		if err != nil {
 			return events.APIGatewayV2HTTPResponse{}, err
 		}
-		tx.Add(types.TransactWriteItem{Put: &types.Put{
-			TableName:           aws.String(s.table),
-			Item:                item,
-			ConditionExpression: aws.String("attribute_not_exists(charge_id)"),
-		}}, nil)
+		tx.Add(types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(charge_id)")}}, nil)
 	}
-	resp := app.JSON(status, body)
-	if status == http.StatusCreated {
-		resp.Headers["Location"] = "/charges/" + ch.ID
-	}
+	tx.Add(types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table), Key: markerKey(scope, key)}}, nil)
 	return resp, nil
+}
+
+// intentParams is the create: confirmed at once, card-like methods only
+// (no redirect, so no return_url), off session for a saved method, and the
+// operation's ids in the metadata for settlement.
+func intentParams(c chargeRequest, amount int64, who payer, downstream, op, fp string, gen int) *stripe.PaymentIntentCreateParams {
+	p := &stripe.PaymentIntentCreateParams{
+		Amount: stripe.Int64(amount), Currency: stripe.String(c.Currency), Confirm: stripe.Bool(true),
+		PaymentMethod: stripe.String(who.paymentMethod),
+		AutomaticPaymentMethods: &stripe.PaymentIntentCreateAutomaticPaymentMethodsParams{
+			Enabled: stripe.Bool(true), AllowRedirects: stripe.String("never"),
+		},
+	}
+	if who.customer != "" {
+		p.Customer = stripe.String(who.customer)
+	}
+	if who.offSession {
+		p.OffSession = stripe.Bool(true)
+	}
+	if c.Description != "" {
+		p.Description = stripe.String(c.Description)
+	}
+	for k, v := range c.Metadata {
+		p.AddMetadata(k, v)
+	}
+	p.AddMetadata(MetaOperation, op)
+	p.AddMetadata(MetaRequest, fp)
+	p.AddMetadata(MetaGeneration, strconv.Itoa(gen))
+	p.SetIdempotencyKey(downstream)
+	return p
+}
+
+// respond renders the answer and fills in the charge; stored says whether
+// the charge is written (a rejection writes none).
+func respond(ch *charge, a answer) (events.APIGatewayV2HTTPResponse, bool) {
+	switch {
+	case a.rejected != nil:
+		if a.rejected.Type == stripe.ErrorTypeIdempotency {
+			// The provider holds another request under the downstream key.
+			return idem.ErrorResponse(http.StatusUnprocessableEntity, "idempotency_key_reused", a.rejected.Msg), false
+		}
+		return idem.ErrorResponse(http.StatusBadRequest, "provider_rejected", a.rejected.Msg), false
+	case a.declined != nil:
+		declined(ch, a.declined.PaymentIntent, a.declined)
+	case a.intent.Status == stripe.PaymentIntentStatusRequiresPaymentMethod || a.intent.Status == stripe.PaymentIntentStatusCanceled:
+		declined(ch, a.intent, a.intent.LastPaymentError) // found by settlement
+	default:
+		ch.ID, ch.Status = a.intent.ID, string(a.intent.Status)
+		if a.intent.NextAction != nil {
+			ch.NextAction = string(a.intent.NextAction.Type)
+		}
+	}
+	if ch.Status == "declined" {
+		resp := app.JSON(http.StatusPaymentRequired, map[string]any{"error": map[string]string{
+			"code": "card_declined", "decline_code": ch.DeclineCode, "provider_code": ch.ErrorCode, "charge_id": ch.ID,
+			"message": "the card was declined (" + ch.DeclineCode + ")",
+		}})
+		return resp, ch.ID != ""
+	}
+	status := http.StatusCreated
+	if ch.Status != string(stripe.PaymentIntentStatusSucceeded) {
+		status = http.StatusAccepted // not final: processing, requires_action
+	}
+	resp := app.JSON(status, ch)
+	resp.Headers["Location"] = "/charges/" + ch.ID
+	return resp, true
+}
+
+// declined fills in a decline: the decline_code when the provider gives one
+// (card_declined), else the error's own code (expired_card, incorrect_cvc).
+func declined(ch *charge, pi *stripe.PaymentIntent, e *stripe.Error) {
+	ch.Status = "declined"
+	if pi != nil {
+		ch.ID = pi.ID
+	}
+	if e != nil {
+		ch.ErrorCode, ch.DeclineCode = string(e.Code), string(e.DeclineCode)
+		if ch.DeclineCode == "" {
+			ch.DeclineCode = ch.ErrorCode
+		}
+	}
 }
 
 // get reads one of the caller's charges.

@@ -6,14 +6,19 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkeys/idem/functions/internal/apitest"
 	"github.com/idemkeys/idem/local/dynamotest"
@@ -27,28 +32,52 @@ const secret = "sk_test_local"
 
 type fixture struct {
 	apitest.Caller
-	raw    *dynamodb.Client
-	sim    *provider.Simulator
-	server *server
-	tables []string
+	raw      *dynamodb.Client
+	sim      *provider.Simulator
+	server   *server
+	tables   []string
+	clock    *clock
+	requests atomic.Int64 // requests the provider got
+	api      string       // the provider's base URL
+	body     string       // a request body, for tables of cases
+}
+
+// clock is the one time of the store, the charge and the provider, moved
+// by tests instead of sleeping.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
 }
 
 func newFixture(t *testing.T, storeOpts ...func(*idem.Options)) *fixture {
 	t.Helper()
-	raw := dynamotest.Client(t)
-	sim := provider.New(secret, nil)
-	api := httptest.NewServer(sim)
+	db := dynamotest.Client(t)
+	f := &fixture{raw: db, sim: provider.New(secret, nil), clock: &clock{t: time.Now()}}
+	f.sim.SetClock(f.clock.now)
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.requests.Add(1)
+		f.sim.ServeHTTP(w, r)
+	}))
 	t.Cleanup(api.Close)
-	idemTable := dynamotest.Table(t, raw, "IdempotencyTable")
-	charges := dynamotest.Table(t, raw, "ChargesTable")
-	store, err := idem.New(raw, idemTable, storeOpts...)
+	f.api = api.URL
+	idemTable := dynamotest.Table(t, db, "IdempotencyTable")
+	charges := dynamotest.Table(t, db, "ChargesTable")
+	f.tables = []string{idemTable, charges}
+	store, err := idem.New(db, idemTable, append([]func(*idem.Options){func(o *idem.Options) { o.Clock = f.clock.now }}, storeOpts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	f := &fixture{raw: raw, sim: sim, tables: []string{idemTable, charges}}
-	f.server = &server{store: store, db: raw, table: charges, scopeClaim: "sub", log: log, now: time.Now,
-		payments: newStripePayments(api.URL, secret, log)}
+	payments := newStripePayments(api.URL, secret, log)
+	payments.keyInUse = []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond}
+	f.server = &server{store: store, db: f.raw, table: charges, scopeClaim: "sub", log: log, now: f.clock.now, payments: payments}
 	f.Caller = apitest.Caller{T: t, Routes: apitest.Function(t, "ChargeFunction").Routes, Handle: f.server.routes()}
 	return f
 }
@@ -56,6 +85,22 @@ func newFixture(t *testing.T, storeOpts ...func(*idem.Options)) *fixture {
 func (f *fixture) call(method, path, sub, key, body string, extra ...string) events.APIGatewayV2HTTPResponse {
 	f.T.Helper()
 	return f.Call(method, path, sub, key, body, extra...)
+}
+
+// charges counts the charge items, leaving out attempt markers.
+func (f *fixture) charges() int {
+	f.T.Helper()
+	out, err := f.raw.Scan(context.Background(), &dynamodb.ScanInput{TableName: &f.tables[1], ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	n := 0
+	for _, item := range out.Items {
+		if id, _ := item[attrChargeID].(*types.AttributeValueMemberS); id != nil && !strings.HasPrefix(id.Value, markerPrefix) {
+			n++
+		}
+	}
+	return n
 }
 
 func (f *fixture) items() int { return apitest.Items(f.T, f.raw, f.tables...) }
@@ -119,19 +164,19 @@ func TestSameKeyOtherAmountIs422(t *testing.T) {
 	}
 }
 
-// A provider failure lapses the lease: nothing is stored, the record stays
-// bound to the request (another body under the key is refused), and the
-// request's retry takes over at once.
+// A provider failure that saved nothing at the provider (a proxy's page,
+// past the client's own two retries) lapses the lease: nothing is stored,
+// the record stays bound to the request (another body under the key is
+// refused), and the request's retry takes over at once. A saved 500 is
+// settled instead (TestSaved500IsSettledWithoutASecondCharge).
 func TestProviderFailureLapsesTheKey(t *testing.T) {
 	f := newFixture(t)
-	// The provider client retries network errors, not a 500 that carries
-	// an error body, so one fault fails the call.
-	f.sim.Inject(provider.Fault{Kind: provider.FailBeforeEffect, Status: 500})
+	f.sim.Inject(provider.Fault{Kind: provider.NotJSON, Times: 3})
 	failed := f.call("POST", "/charges", "alice", "k-1", visa)
-	if failed.StatusCode != 502 || failed.Headers["Retry-After"] == "" || errorCode(t, failed) != "provider_unavailable" {
+	if failed.StatusCode != 502 || failed.Headers["Retry-After"] == "" || errorCode(t, failed) != "provider_misconfigured" {
 		t.Fatalf("got %d %v %s, want 502 with Retry-After", failed.StatusCode, failed.Headers, failed.Body)
 	}
-	if n := apitest.Items(f.T, f.raw, f.tables[1]); n != 0 {
+	if n := f.charges(); n != 0 {
 		t.Fatalf("a failed charge left %d charge items behind", n)
 	}
 	if other := f.call("POST", "/charges", "alice", "k-1", strings.Replace(visa, "1050", "9999", 1)); other.StatusCode != 422 {
@@ -172,10 +217,8 @@ func (d dead) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dy
 }
 
 func TestTakeoverAfterCrashChargesOnce(t *testing.T) {
-	now := time.Now()
-	clock := func() time.Time { return now }
-	f := newFixture(t, func(o *idem.Options) { o.Clock = clock; o.Lease = 5 * time.Second })
-	crashed, err := idem.New(dead{f.raw}, f.tables[0], func(o *idem.Options) { o.Clock = clock; o.Lease = 5 * time.Second })
+	f := newFixture(t, func(o *idem.Options) { o.Lease = 5 * time.Second })
+	crashed, err := idem.New(dead{f.raw}, f.tables[0], func(o *idem.Options) { o.Clock = f.clock.now; o.Lease = 5 * time.Second })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +235,7 @@ func TestTakeoverAfterCrashChargesOnce(t *testing.T) {
 	if busy := f.call("POST", "/charges", "alice", "k-1", visa); busy.StatusCode != 409 || busy.Headers["Retry-After"] == "" {
 		t.Fatalf("retry within the lease = %d %v, want 409 with Retry-After", busy.StatusCode, busy.Headers)
 	}
-	now = now.Add(6 * time.Second)
+	f.clock.add(6 * time.Second)
 	resp := f.call("POST", "/charges", "alice", "k-1", visa)
 	if resp.StatusCode != 201 {
 		t.Fatalf("takeover = %d %s", resp.StatusCode, resp.Body)
@@ -221,7 +264,7 @@ func TestBadRequestsWriteNothing(t *testing.T) {
 		{"no payment source", "alice", "k", `{"amount":5,"currency":"usd"}`, 400, "invalid_request"},
 		{"two payment sources", "alice", "k", `{"amount":5,"currency":"usd","payment_method":"pm_card_visa","customer":"cus_1"}`, 400, "invalid_request"},
 		{"unknown field", "alice", "k", `{"amount":5,"currency":"usd","payment_method":"pm_card_visa","card_number":"4242"}`, 400, "invalid_request"},
-		{"duplicate field", "alice", "k", `{"amount":5,"amount":7,"currency":"usd","payment_method":"pm_card_visa"}`, 400, "invalid_json"},
+		{"duplicate field", "alice", "k", `{"amount":500,"amount":700,"currency":"usd","payment_method":"pm_card_visa"}`, 400, "invalid_json"},
 		{"body over 64 KB", "alice", "k", `{"amount":5,"currency":"usd","payment_method":"pm_card_visa","description":"` + strings.Repeat("x", 65<<10) + `"}`, 413, "body_too_large"},
 		{"key over 255", "alice", strings.Repeat("k", 256), visa, 400, "idempotency_key_invalid"},
 		{"key with control character", "alice", "k\x01y", visa, 400, "idempotency_key_invalid"},

@@ -5,81 +5,118 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"time"
 
 	"github.com/stripe/stripe-go/v82"
-
-	"github.com/idemkeys/idem/pkg/idem"
 )
 
-// Payments is the provider call the charge makes; tests and the local stack
-// point it at the simulator in local/provider.
+// Payments is what the charge asks of the provider; tests and the local
+// stack point it at the simulator in local/provider.
 type Payments interface {
 	CreatePaymentIntent(ctx context.Context, p *stripe.PaymentIntentCreateParams) (*stripe.PaymentIntent, error)
+	// FindPaymentIntents returns the intents whose metadata holds value
+	// under name, newest first (Stripe's search: eventually consistent).
+	FindPaymentIntents(ctx context.Context, name, value string) ([]*stripe.PaymentIntent, error)
+	Customer(ctx context.Context, id string) (*stripe.Customer, error)
+	PaymentMethod(ctx context.Context, id string) (*stripe.PaymentMethod, error)
 }
 
-type stripePayments struct{ client *stripe.Client }
+type stripePayments struct {
+	client *stripe.Client
+	// keyInUse is how a 409 "key in use" is waited out: the pause before
+	// each of len(keyInUse) retries.
+	keyInUse []time.Duration
+}
+
+// keyInUseBackoff waits out a provider request still executing under the
+// same key: about 3.5 seconds in all, well inside the function's timeout.
+var keyInUseBackoff = []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}
 
 // newStripePayments talks to a Stripe-compatible API at baseURL.
+//
+// Retries: stripe-go v82 retries, up to MaxNetworkRetries times with the
+// same Idempotency-Key, a request that got no answer (a network error or a
+// timeout) or an answer that is not a Stripe error object (a proxy's HTML
+// page); of Stripe's own errors it retries only 429 lock_timeout. It does
+// not retry a 409 or a 5xx that carries an error object: a 500 is saved
+// under the key, so its retry would only replay it. A 409 "key in use" is
+// waited out here instead (createWaiting).
+//
+// Logs: stripe-go logs whole error objects, with the payment intent's
+// description and metadata and the payment method's card and billing
+// details; its logger here keeps only the event, never an argument.
 func newStripePayments(baseURL, secret string, log *slog.Logger) *stripePayments {
+	return newStripeClient(baseURL, secret, log, 8*time.Second)
+}
+
+// newStripeClient is newStripePayments with a timeout per HTTP request.
+func newStripeClient(baseURL, secret string, log *slog.Logger, timeout time.Duration) *stripePayments {
 	backend := stripe.GetBackendWithConfig(stripe.APIBackend, &stripe.BackendConfig{
-		URL:           stripe.String(baseURL),
-		HTTPClient:    &http.Client{Timeout: 8 * time.Second},
-		LeveledLogger: slogLeveled{log},
-		// The client retries network errors and 409/5xx answers with the
-		// same Idempotency-Key, which the provider deduplicates.
+		URL:               stripe.String(baseURL),
+		HTTPClient:        &http.Client{Timeout: timeout},
+		LeveledLogger:     eventsOnly{log},
 		MaxNetworkRetries: stripe.Int64(2),
 	})
-	return &stripePayments{client: stripe.NewClient(secret, stripe.WithBackends(&stripe.Backends{API: backend}))}
+	return &stripePayments{
+		client:   stripe.NewClient(secret, stripe.WithBackends(&stripe.Backends{API: backend})),
+		keyInUse: keyInUseBackoff,
+	}
 }
 
 func (s *stripePayments) CreatePaymentIntent(ctx context.Context, p *stripe.PaymentIntentCreateParams) (*stripe.PaymentIntent, error) {
-	return s.client.V1PaymentIntents.Create(ctx, p)
+	return createWaiting(ctx, s.keyInUse, func() (*stripe.PaymentIntent, error) { return s.client.V1PaymentIntents.Create(ctx, p) })
 }
 
-// outcome sorts a provider answer: a result to store (a payment intent, or
-// a decline or rejection), or a transient failure to release the key on.
-type outcome struct {
-	intent   *stripe.PaymentIntent
-	declined *stripe.Error // card_error: stored as 402
-	rejected *stripe.Error // other 4xx: stored as 400 or 422
-}
-
-func classify(pi *stripe.PaymentIntent, err error) (outcome, error) {
-	if err == nil {
-		return outcome{intent: pi}, nil
-	}
-	var se *stripe.Error
-	if !errors.As(err, &se) {
-		// No answer at all: a timeout or a dropped connection, after the
-		// client's own retries. The provider may have charged; the retry
-		// under the same downstream key will find out.
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
-			return outcome{}, &idem.TransientError{StatusCode: http.StatusServiceUnavailable, RetryAfter: 2 * time.Second, Code: "provider_timeout", Err: err}
+// createWaiting makes the call, and again after each pause while the
+// provider answers 409: another request under the same key still executes,
+// and saves its result for this one to replay. The last 409 is returned.
+func createWaiting(ctx context.Context, pauses []time.Duration, call func() (*stripe.PaymentIntent, error)) (*stripe.PaymentIntent, error) {
+	for i := 0; ; i++ {
+		pi, err := call()
+		var se *stripe.Error
+		if i == len(pauses) || !errors.As(err, &se) || se.HTTPStatusCode != http.StatusConflict {
+			return pi, err
 		}
-		return outcome{}, &idem.TransientError{StatusCode: http.StatusBadGateway, RetryAfter: 2 * time.Second, Code: "provider_unavailable", Err: err}
+		select {
+		case <-time.After(pauses[i]):
+		case <-ctx.Done():
+			return pi, err
+		}
 	}
-	switch {
-	case se.Type == stripe.ErrorTypeCard:
-		return outcome{declined: se}, nil
-	case se.HTTPStatusCode == http.StatusTooManyRequests || se.HTTPStatusCode == http.StatusConflict:
-		return outcome{}, &idem.TransientError{StatusCode: http.StatusServiceUnavailable, RetryAfter: 2 * time.Second, Code: "provider_busy", Err: se}
-	case se.HTTPStatusCode >= 500 || se.HTTPStatusCode == 0:
-		return outcome{}, &idem.TransientError{StatusCode: http.StatusBadGateway, RetryAfter: 2 * time.Second, Code: "provider_unavailable", Err: se}
-	case se.HTTPStatusCode == http.StatusUnauthorized || se.HTTPStatusCode == http.StatusForbidden:
-		// Our credentials, not the client's request: not the client's to fix.
-		return outcome{}, &idem.TransientError{StatusCode: http.StatusBadGateway, RetryAfter: 30 * time.Second, Code: "provider_misconfigured", Err: se}
-	}
-	return outcome{rejected: se}, nil
 }
 
-// slogLeveled routes the provider client's own logs into the function's.
-type slogLeveled struct{ log *slog.Logger }
+func (s *stripePayments) FindPaymentIntents(ctx context.Context, name, value string) ([]*stripe.PaymentIntent, error) {
+	params := &stripe.PaymentIntentSearchParams{SearchParams: stripe.SearchParams{
+		Query: fmt.Sprintf("metadata['%s']:'%s'", name, value),
+	}}
+	var found []*stripe.PaymentIntent
+	for pi, err := range s.client.V1PaymentIntents.Search(ctx, params) {
+		if err != nil {
+			return nil, err
+		}
+		if found = append(found, pi); len(found) == 10 {
+			break // one operation makes one intent, two at the very most
+		}
+	}
+	return found, nil
+}
 
-func (l slogLeveled) Debugf(format string, v ...any) {}
-func (l slogLeveled) Infof(format string, v ...any)  {}
-func (l slogLeveled) Warnf(format string, v ...any)  { l.log.Warn(fmt.Sprintf(format, v...)) }
-func (l slogLeveled) Errorf(format string, v ...any) { l.log.Error(fmt.Sprintf(format, v...)) }
+func (s *stripePayments) Customer(ctx context.Context, id string) (*stripe.Customer, error) {
+	return s.client.V1Customers.Retrieve(ctx, id, nil)
+}
+
+func (s *stripePayments) PaymentMethod(ctx context.Context, id string) (*stripe.PaymentMethod, error) {
+	return s.client.V1PaymentMethods.Retrieve(ctx, id, nil)
+}
+
+// eventsOnly is the provider client's logger: it logs which event happened
+// (stripe-go's format string, a constant of its code) at warn and error,
+// never the values formatted into it, which carry error objects, response
+// bodies and URLs with object ids.
+type eventsOnly struct{ log *slog.Logger }
+
+func (l eventsOnly) Debugf(format string, v ...any) {}
+func (l eventsOnly) Infof(format string, v ...any)  {}
+func (l eventsOnly) Warnf(format string, v ...any)  { l.log.Warn("provider client", "event", format) }
+func (l eventsOnly) Errorf(format string, v ...any) { l.log.Error("provider client", "event", format) }

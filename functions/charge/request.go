@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
+	"golang.org/x/text/currency"
 
 	"github.com/idemkeys/idem/functions/internal/app"
 	"github.com/idemkeys/idem/pkg/idem"
@@ -14,7 +15,8 @@ import (
 
 // chargeRequest is the body of POST /charges.
 type chargeRequest struct {
-	// Amount in the currency's minor unit (cents for USD), a positive integer.
+	// Amount in the currency's minor unit as the provider counts it (cents
+	// for USD, yen for JPY, fils for KWD), a positive integer.
 	Amount json.Number `json:"amount"`
 	// Currency is an ISO 4217 code, in either case.
 	Currency string `json:"currency"`
@@ -57,8 +59,8 @@ func parseCharge(body []byte) (chargeRequest, int64, *idem.Refusal) {
 		return c, 0, app.Invalid("amount must be at most %d", maxAmount)
 	}
 	c.Currency = strings.ToLower(c.Currency)
-	if !isCurrency(c.Currency) {
-		return c, 0, app.Invalid("currency %q is not an ISO 4217 code", c.Currency)
+	if refusal := checkAmount(c.Currency, amount); refusal != nil {
+		return c, 0, refusal
 	}
 	switch {
 	case (c.PaymentMethod == "") == (c.Customer == ""):
@@ -85,15 +87,48 @@ func validateCharge(req *events.APIGatewayV2HTTPRequest) *idem.Refusal {
 	return refusal
 }
 
-// iso4217 lists the active ISO 4217 currency codes.
-const iso4217 = "aed afn all amd ang aoa ars aud awg azn bam bbd bdt bgn bhd bif bmd bnd bob bov brl bsd btn bwp byn bzd " +
-	"cad cdf che chf chw clf clp cny cop cou crc cuc cup cve czk djf dkk dop dzd egp ern etb eur fjd fkp gbp gel ghs gip " +
-	"gmd gnf gtq gyd hkd hnl htg huf idr ils inr iqd irr isk jmd jod jpy kes kgs khr kmf kpw krw kwd kyd kzt lak lbp lkr " +
-	"lrd lsl lyd mad mdl mga mkd mmk mnt mop mru mur mvr mwk mxn mxv myr mzn nad ngn nio nok npr nzd omr pab pen pgk php " +
-	"pkr pln pyg qar ron rsd rub rwf sar sbd scr sdg sek sgd shp sle sll sos srd ssp stn svc syp szl thb tjs tmt tnd top " +
-	"try ttd twd tzs uah ugx usd usn uyi uyu uyw uzs ved ves vnd vuv wst xaf xag xau xba xbb xbc xbd xcd xcg xdr xof xpd " +
-	"xpf xpt xsu xts xua xxx yer zar zmw zwg zwl"
+// notCurrencies are ISO 4217 codes that name no currency a card is
+// charged in: precious metals, testing, no currency, and funds codes.
+var notCurrencies = map[string]bool{
+	"xau": true, "xag": true, "xpt": true, "xpd": true, "xts": true, "xxx": true, "xdr": true, "xsu": true, "xua": true,
+	"xba": true, "xbb": true, "xbc": true, "xbd": true, "bov": true, "che": true, "chw": true, "clf": true, "cou": true,
+	"mxv": true, "usn": true, "uyi": true, "uyw": true,
+}
 
-func isCurrency(c string) bool {
-	return len(c) == 3 && strings.Contains(" "+iso4217+" ", " "+c+" ")
+// minimums are the provider's documented minimum charge amounts, in minor
+// units (Stripe, "Minimum and maximum charge amounts"). Elsewhere the
+// minimum is the equivalent of 0.50 USD in the settlement currency, which
+// only the provider can check.
+var minimums = map[string]int64{
+	"usd": 50, "aed": 200, "aud": 50, "bgn": 100, "brl": 50, "cad": 50, "chf": 50, "czk": 1500, "dkk": 250, "eur": 50,
+	"gbp": 30, "hkd": 400, "huf": 17500, "inr": 50, "jpy": 50, "mxn": 1000, "myr": 200, "nok": 300, "nzd": 50,
+	"pln": 200, "ron": 200, "sek": 300, "sgd": 50, "thb": 1000,
+}
+
+// checkAmount holds an amount in a currency to what the provider accepts:
+// an ISO 4217 currency (golang.org/x/text/currency), in its minor unit as
+// the provider counts it, at least the provider's minimum, and for a
+// three-decimal currency a multiple of ten (Stripe: "the least-significant
+// (last) digit to be 0"); ISK, two-decimal in the API but charged in whole
+// krónur, a multiple of 100.
+func checkAmount(cur string, amount int64) *idem.Refusal {
+	unit, err := currency.ParseISO(cur)
+	if err != nil || len(cur) != 3 || notCurrencies[cur] {
+		return app.Invalid("currency %q is not an ISO 4217 currency code", cur)
+	}
+	scale, _ := currency.Standard.Rounding(unit)
+	step := int64(1)
+	switch {
+	case scale == 3:
+		step = 10
+	case cur == "isk":
+		step = 100
+	}
+	switch {
+	case amount%step != 0:
+		return app.Invalid("amount in %s must be a multiple of %d minor units", strings.ToUpper(cur), step)
+	case amount < minimums[cur]:
+		return app.Invalid("amount in %s must be at least %d minor units", strings.ToUpper(cur), minimums[cur])
+	}
+	return nil
 }

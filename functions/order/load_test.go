@@ -243,7 +243,7 @@ func (s *server) plainCreate(ctx context.Context, req events.APIGatewayV2HTTPReq
 	if refusal != nil {
 		return refusal.Response(), nil
 	}
-	o := s.newOrder(scope, "ord_"+strconv.FormatUint(rand.Uint64(), 36), parsed, "")
+	o := s.newOrder(scope, "ord_"+strconv.FormatUint(rand.Uint64(), 36), parsed)
 	item, err := attributevalue.MarshalMap(&o)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err

@@ -185,3 +185,41 @@ func TestTemplateRoutesAndTablesMatchTheCode(t *testing.T) {
 	apitest.CheckRoutes(t, apitest.Function(t, "OrderFunction"), (&server{store: &idem.Store{}}).routes())
 	apitest.CheckKeys(t, "OrdersTable", attrScope, attrOrderID)
 }
+
+// The same PUT is the same order however its path reaches the function: a
+// trailing slash and a custom domain's API mapping ("/v1") change the raw
+// path, not the route or the order id; and an absent note is an empty one.
+func TestSamePutIsTheSameOrderWhateverThePath(t *testing.T) {
+	f := newFixture(t)
+	noNote := `{"items":[{"sku":"tea","quantity":2}]}`
+	first := f.Call("PUT", "/orders/ord-p1", "alice", "", noNote)
+	if first.StatusCode != 201 {
+		t.Fatalf("first PUT = %d %s", first.StatusCode, first.Body)
+	}
+	for _, tc := range []struct{ raw, body string }{
+		{"/orders/ord-p1/", noNote},
+		{"/v1/orders/ord-p1", noNote},
+		{"/orders/ord-p1", `{"items":[{"sku":"tea","quantity":2}],"note":""}`},
+	} {
+		again := f.CallRaw("PUT", "/orders/ord-p1", tc.raw, "alice", "", tc.body)
+		if again.StatusCode != 200 || orderID(t, again) != "ord-p1" {
+			t.Errorf("PUT %s %s = %d %s, want 200 with the same order", tc.raw, tc.body, again.StatusCode, again.Body)
+		}
+	}
+	if other := f.CallRaw("PUT", "/orders/ord-p1", "/v1/orders/ord-p1/", "alice", "", `{"items":[{"sku":"tea","quantity":2}],"note":"x"}`); other.StatusCode != 409 {
+		t.Errorf("another note = %d, want 409", other.StatusCode)
+	}
+}
+
+// A retried POST /orders under its key replays however its path reached
+// the function. The fingerprint is pkg/idem's, from the matched route.
+func TestRetriedPostReplaysWhateverThePath(t *testing.T) {
+	f := newFixture(t)
+	first := f.Call("POST", "/orders", "alice", "k-path", tea)
+	for _, raw := range []string{"/orders/", "/v1/orders"} {
+		again := f.CallRaw("POST", "/orders", raw, "alice", "k-path", tea)
+		if again.StatusCode != 201 || again.Body != first.Body || again.Headers[idem.HeaderReplayed] != "true" {
+			t.Errorf("POST %s = %d %s, want the first order replayed", raw, again.StatusCode, again.Body)
+		}
+	}
+}

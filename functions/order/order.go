@@ -48,10 +48,23 @@ type order struct {
 	Note    string     `dynamodbav:"note,omitempty" json:"note,omitempty"`
 	Status  string     `dynamodbav:"status" json:"status"`
 	Created int64      `dynamodbav:"created" json:"created"`
-	// RequestHash is the fingerprint of the request that created the order:
-	// a PUT with the same id and body is the same order, another body is a
-	// conflict.
-	RequestHash string `dynamodbav:"request_hash" json:"-"`
+}
+
+// sameOrder says whether a PUT asks for the order that exists: the same
+// line items, in the same order, and the same note, an absent note and an
+// empty one being the same. It compares what the order means, not the
+// request's bytes or its path, which a trailing slash or a custom
+// domain's API mapping changes.
+func sameOrder(o order, req orderRequest) bool {
+	if o.Note != req.Note || len(o.Items) != len(req.Items) {
+		return false
+	}
+	for i := range o.Items {
+		if o.Items[i] != req.Items[i] {
+			return false
+		}
+	}
+	return true
 }
 
 var sku = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
@@ -111,8 +124,8 @@ func (s *server) routes() app.Routes {
 	}
 }
 
-func (s *server) newOrder(scope, id string, req orderRequest, fp string) order {
-	return order{Scope: scope, ID: id, Object: "order", Items: req.Items, Note: req.Note, Status: "created", Created: s.now().Unix(), RequestHash: fp}
+func (s *server) newOrder(scope, id string, req orderRequest) order {
+	return order{Scope: scope, ID: id, Object: "order", Items: req.Items, Note: req.Note, Status: "created", Created: s.now().Unix()}
 }
 
 // create makes a new order, once per Idempotency-Key: the order and the
@@ -120,7 +133,7 @@ func (s *server) newOrder(scope, id string, req orderRequest, fp string) order {
 func (s *server) create(ctx context.Context, req events.APIGatewayV2HTTPRequest, tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
 	body, _ := parseOrder([]byte(req.Body)) // validated before the claim
 	id := "ord_" + strings.ToLower(rand.Text()[:20])
-	o := s.newOrder(idem.Scope(ctx), id, body, "")
+	o := s.newOrder(idem.Scope(ctx), id, body)
 	item, err := attributevalue.MarshalMap(&o)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
@@ -153,11 +166,10 @@ func (s *server) put(ctx context.Context, req events.APIGatewayV2HTTPRequest) (e
 	if refusal != nil {
 		return refusal.Response(), nil
 	}
-	fp, err := idem.Fingerprint(http.MethodPut, req.RawPath, bodyBytes, true)
-	if err != nil {
+	if _, err := idem.CanonicalJSON(bodyBytes); err != nil { // duplicate keys and the like
 		return idem.ErrorResponse(http.StatusBadRequest, "invalid_json", err.Error()), nil
 	}
-	o := s.newOrder(scope, id, body, fp)
+	o := s.newOrder(scope, id, body)
 	item, err := attributevalue.MarshalMap(&o)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
@@ -181,7 +193,7 @@ func (s *server) put(ctx context.Context, req events.APIGatewayV2HTTPRequest) (e
 		return r, nil
 	}
 	var existing order
-	if err := attributevalue.UnmarshalMap(ccf.Item, &existing); err != nil || existing.RequestHash != fp {
+	if err := attributevalue.UnmarshalMap(ccf.Item, &existing); err != nil || !sameOrder(existing, body) {
 		return idem.ErrorResponse(http.StatusConflict, "order_exists", "order "+id+" exists with different content"), nil
 	}
 	existing.Object = "order"

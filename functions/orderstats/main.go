@@ -15,6 +15,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
@@ -39,11 +40,11 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	store, err := app.Store(db, log)
+	store, err := app.Store(db, log, func(o *idem.Options) { o.TTL = MarkerTTL })
 	if err != nil {
 		return err
 	}
-	p := &projector{table: table}
+	p := &projector{table: table, now: time.Now, log: log}
 	handler, err := store.SQS(p.project, func(o *idem.SQSOptions) { o.Scope, o.Key, o.Logger = consumer, eventID, log })
 	if err != nil {
 		return err

@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -46,7 +49,7 @@ func TestEachOrderCountsOnceHoweverDelivered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &projector{table: stats}
+	p := &projector{table: stats, now: time.Now, log: slog.New(slog.DiscardHandler)}
 	handle, err := store.SQS(p.project, func(o *idem.SQSOptions) { o.Scope, o.Key = consumer, eventID })
 	if err != nil {
 		t.Fatal(err)
@@ -85,4 +88,120 @@ func TestEachOrderCountsOnceHoweverDelivered(t *testing.T) {
 
 func TestTemplateTableMatchesTheCode(t *testing.T) {
 	apitest.CheckKeys(t, "OrderStatsTable", attrScope)
+}
+
+// consumerFixture is the consumer as main builds it, on its own tables.
+type consumerFixture struct {
+	raw    *dynamodb.Client
+	stats  string
+	idem   string
+	logs   *strings.Builder
+	now    time.Time
+	handle func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+}
+
+func newConsumer(t *testing.T) *consumerFixture {
+	t.Helper()
+	f := &consumerFixture{raw: dynamotest.Client(t), logs: &strings.Builder{}, now: time.Now()}
+	f.stats = dynamotest.Table(t, f.raw, "OrderStatsTable")
+	f.idem = dynamotest.Table(t, f.raw, "IdempotencyTable")
+	clock := func() time.Time { return f.now }
+	store, err := idem.New(f.raw, f.idem, func(o *idem.Options) { o.TTL, o.Clock = MarkerTTL, clock })
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &projector{table: f.stats, now: clock, log: slog.New(slog.NewJSONHandler(f.logs, nil))}
+	if f.handle, err = store.SQS(p.project, func(o *idem.SQSOptions) { o.Scope, o.Key = consumer, eventID }); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *consumerFixture) count(t *testing.T, scope string) string {
+	t.Helper()
+	out, err := f.raw.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(f.stats), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{attrScope: &types.AttributeValueMemberS{Value: scope}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := out.Item["order_count"].(*types.AttributeValueMemberN); ok {
+		return n.Value
+	}
+	return "0"
+}
+
+// malformed is a stream record whose first line item is items[0] as given.
+func malformed(t *testing.T, eventID string, item events.DynamoDBAttributeValue) string {
+	t.Helper()
+	b, err := json.Marshal(events.DynamoDBEventRecord{EventID: eventID, EventName: "INSERT", Change: events.DynamoDBStreamRecord{
+		NewImage: map[string]events.DynamoDBAttributeValue{
+			"scope": events.NewStringAttribute("alice"), "order_id": events.NewStringAttribute("o-" + eventID),
+			"items": events.NewListAttribute([]events.DynamoDBAttributeValue{item}),
+		},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A record whose line item has no numeric quantity fails alone: the rest
+// of the batch is counted, and only it is reported back.
+func TestMalformedRecordFailsAlone(t *testing.T) {
+	f := newConsumer(t)
+	batch := events.SQSEvent{Records: []events.SQSMessage{
+		{MessageId: "m1", Body: change(t, "e1", "INSERT", "alice", "o1", 2)},
+		{MessageId: "m2", Body: malformed(t, "e2", events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{"sku": events.NewStringAttribute("tea")}))},
+		{MessageId: "m3", Body: malformed(t, "e3", events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{"quantity": events.NewStringAttribute("2")}))},
+		{MessageId: "m4", Body: malformed(t, "e4", events.NewStringAttribute("tea"))},
+		{MessageId: "m5", Body: change(t, "e5", "INSERT", "alice", "o5", 1)},
+	}}
+	resp, err := f.handle(context.Background(), batch)
+	var failed []string
+	for _, x := range resp.BatchItemFailures {
+		failed = append(failed, x.ItemIdentifier)
+	}
+	if err != nil || strings.Join(failed, ",") != "m2,m3,m4" {
+		t.Fatalf("failures %v, %v: want m2, m3 and m4 alone", failed, err)
+	}
+	if n := f.count(t, "alice"); n != "2" {
+		t.Fatalf("order_count %s, want the two good records", n)
+	}
+}
+
+// A redrive can bring a change back up to 18 days after it happened (14 in
+// the dead-letter queue from its first enqueue, then a new retention as a
+// new message), longer than any processed marker lives. A change within
+// MaxAge counts once however often it comes, its marker outliving MaxAge;
+// an older one is refused and said so, not counted a second time.
+func TestOldRedriveIsRefusedAndSaidSo(t *testing.T) {
+	f := newConsumer(t)
+	aged := func(id string, age time.Duration) events.SQSMessage {
+		var r events.DynamoDBEventRecord
+		json.Unmarshal([]byte(change(t, id, "INSERT", "alice", "o-"+id, 1)), &r)
+		r.Change.ApproximateCreationDateTime = events.SecondsEpochTime{Time: f.now.Add(-age)}
+		b, _ := json.Marshal(r)
+		return events.SQSMessage{MessageId: "m-" + id, Body: string(b)}
+	}
+	recent := aged("recent", time.Hour)
+	if resp, err := f.handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{recent}}); err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("recent change: %+v %v", resp, err)
+	}
+	f.now = f.now.Add(MaxAge - 2*time.Hour) // redriven just inside the window
+	recent.MessageId = "m-redriven"
+	if resp, err := f.handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{recent}}); err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("redriven change: %+v %v", resp, err)
+	}
+	if n := f.count(t, "alice"); n != "1" {
+		t.Fatalf("order_count %s after a redrive inside the window, want 1", n)
+	}
+	old := aged("old", MaxAge+time.Hour)
+	if resp, err := f.handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{old}}); err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("old change: %+v %v, want it acknowledged", resp, err)
+	}
+	if n := f.count(t, "alice"); n != "1" || !strings.Contains(f.logs.String(), "change refused, older than the exactly-once window") {
+		t.Fatalf("order_count %s, logs %s: want the old change refused and said so", n, f.logs.String())
+	}
 }

@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -34,8 +37,21 @@ func eventID(msg events.SQSMessage) (string, error) {
 	return r.EventID, nil
 }
 
+// MarkerTTL is how long a processed marker is kept: idem.MaxTTL. SQS
+// cannot be made to give up a message as soon: the dead-letter queue keeps
+// one 14 days from its first enqueue, and a redrive makes it a new message
+// with a new retention. So a change older than MaxAge is refused instead,
+// said so in the log and acknowledged, never counted: its marker may be
+// gone, and counting it could count it twice.
+const (
+	MarkerTTL = idem.MaxTTL
+	MaxAge    = MarkerTTL - 24*time.Hour // a day's margin for clocks and TTL
+)
+
 type projector struct {
 	table string // OrderStatsTable
+	now   func() time.Time
+	log   *slog.Logger
 }
 
 // project counts each new order into its owner's stats. The counters are
@@ -49,23 +65,19 @@ func (p *projector) project(ctx context.Context, msg events.SQSMessage, tx *idem
 	if r.EventName != "INSERT" {
 		return nil // only creations count
 	}
+	if at := r.Change.ApproximateCreationDateTime.Time; at.Unix() > 0 && p.now().Sub(at) > MaxAge {
+		p.log.Error("orderstats: change refused, older than the exactly-once window; reconcile by hand",
+			"event_id", r.EventID, "age_hours", int(p.now().Sub(at).Hours()), "max_age_hours", int(MaxAge.Hours()))
+		return nil // marked processed, counted nowhere
+	}
 	img := r.Change.NewImage
 	scope, id := str(img["scope"]), str(img["order_id"])
 	if scope == "" || id == "" {
 		return fmt.Errorf("stream record %s has no scope or order_id", r.EventID)
 	}
-	items := 0
-	if l := img["items"]; l.DataType() == events.DataTypeList {
-		for _, it := range l.List() {
-			if it.DataType() != events.DataTypeMap {
-				continue
-			}
-			q, err := strconv.Atoi(it.Map()["quantity"].Number())
-			if err != nil {
-				return fmt.Errorf("stream record %s: item quantity: %w", r.EventID, err)
-			}
-			items += q
-		}
+	items, err := quantities(img["items"])
+	if err != nil {
+		return fmt.Errorf("stream record %s: %w", r.EventID, err)
 	}
 	tx.Add(types.TransactWriteItem{Update: &types.Update{
 		TableName:        aws.String(p.table),
@@ -78,6 +90,31 @@ func (p *projector) project(ctx context.Context, msg events.SQSMessage, tx *idem
 		},
 	}}, nil)
 	return nil
+}
+
+// quantities adds up the line items' quantities. A value of another type
+// than the one expected is an error for this message alone: the accessors
+// of aws-lambda-go panic on a wrong type, which would fail the whole batch.
+func quantities(l events.DynamoDBAttributeValue) (int, error) {
+	if l.DataType() != events.DataTypeList {
+		return 0, errors.New("items is not a list")
+	}
+	total := 0
+	for i, it := range l.List() {
+		if it.DataType() != events.DataTypeMap {
+			return 0, fmt.Errorf("items[%d] is not a map", i)
+		}
+		q := it.Map()["quantity"]
+		if q.DataType() != events.DataTypeNumber {
+			return 0, fmt.Errorf("items[%d].quantity is not a number", i)
+		}
+		n, err := strconv.Atoi(q.Number())
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("items[%d].quantity is not a count", i)
+		}
+		total += n
+	}
+	return total, nil
 }
 
 func str(v events.DynamoDBAttributeValue) string {

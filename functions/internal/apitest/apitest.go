@@ -43,7 +43,16 @@ type Caller struct {
 // ("" sends none), extra more header name and value pairs.
 func (c *Caller) Call(method, path, sub, key, body string, extra ...string) events.APIGatewayV2HTTPResponse {
 	c.T.Helper()
-	r := httptest.NewRequest(method, path, strings.NewReader(body))
+	return c.CallRaw(method, path, path, sub, key, body, extra...)
+}
+
+// CallRaw is Call for a request that API Gateway routes as path but whose
+// raw path is rawPath: "/orders/o-1/" with a trailing slash, or
+// "/v1/orders/o-1" behind a custom domain's API mapping "v1". The route
+// key and path parameters are those of path.
+func (c *Caller) CallRaw(method, path, rawPath, sub, key, body string, extra ...string) events.APIGatewayV2HTTPResponse {
+	c.T.Helper()
+	r := httptest.NewRequest(method, rawPath, strings.NewReader(body))
 	r.Header.Set("Content-Type", "application/json")
 	if key != "" {
 		r.Header.Set("Idempotency-Key", key)
@@ -51,7 +60,7 @@ func (c *Caller) Call(method, path, sub, key, body string, extra ...string) even
 	for i := 0; i+1 < len(extra); i += 2 {
 		r.Header.Set(extra[i], extra[i+1])
 	}
-	route, params, ok := apigw.Match(c.Routes, method, r.URL.Path)
+	route, params, ok := apigw.Match(c.Routes, method, path)
 	if !ok {
 		c.T.Fatalf("no template route for %s %s", method, path)
 	}

@@ -152,7 +152,7 @@ func GetOwn(ctx context.Context, req events.APIGatewayV2HTTPRequest, db Reader, 
 // logging to log. IDEM_LEASE, when set (a Go duration such as "3s"),
 // shortens the lease, so that a local demonstration of a crash need not wait
 // out the default; the lease is cut to the Lambda's deadline in any case.
-func Store(db idem.DynamoDBAPI, log *slog.Logger) (*idem.Store, error) {
+func Store(db idem.DynamoDBAPI, log *slog.Logger, optFns ...func(*idem.Options)) (*idem.Store, error) {
 	table, err := Env("IDEMPOTENCY_TABLE")
 	if err != nil {
 		return nil, err
@@ -163,7 +163,7 @@ func Store(db idem.DynamoDBAPI, log *slog.Logger) (*idem.Store, error) {
 			return nil, fmt.Errorf("IDEM_LEASE=%q is not a positive duration", v)
 		}
 	}
-	return idem.New(db, table, func(o *idem.Options) { o.Logger, o.Lease = log, lease })
+	return idem.New(db, table, append([]func(*idem.Options){func(o *idem.Options) { o.Logger, o.Lease = log, lease }}, optFns...)...)
 }
 
 // ScopeClaim is the JWT claim that names the caller: SCOPE_CLAIM, or "sub".

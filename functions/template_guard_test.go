@@ -1,0 +1,148 @@
+package functions_test
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/awslabs/goformation/v7"
+	"github.com/awslabs/goformation/v7/cloudformation"
+	"github.com/awslabs/goformation/v7/intrinsics"
+)
+
+// parse reads template.yaml with goformation, its parameters overridden by
+// params and its conditions evaluated; a GetAtt reads "GetAtt X.Attr".
+func parse(t *testing.T, params map[string]any) *cloudformation.Template {
+	t.Helper()
+	path, _ := load(t)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := goformation.ParseYAMLWithOptions(raw, &intrinsics.ProcessorOptions{
+		ParameterOverrides: params, EvaluateConditions: true,
+		IntrinsicHandlerOverrides: map[string]intrinsics.IntrinsicHandler{
+			"Fn::GetAtt": func(name string, input, template any) any {
+				if parts, ok := input.([]any); ok {
+					return fmt.Sprintf("GetAtt %v.%v", parts[0], parts[1])
+				}
+				return "GetAtt " + fmt.Sprint(input)
+			},
+			// goformation's Fn::Split returns []string, which its
+			// Fn::Select does not index; CloudFormation's does.
+			"Fn::Select": func(name string, input, template any) any {
+				if args, ok := input.([]any); ok && len(args) == 2 {
+					if list, ok := args[1].([]string); ok {
+						items := make([]any, len(list))
+						for i := range list {
+							items[i] = list[i]
+						}
+						input = []any{args[0], items}
+					}
+				}
+				return intrinsics.FnSelect(name, input, template)
+			},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tpl
+}
+
+// statements returns the charge function's policy statements.
+func chargeStatements(t *testing.T, tpl *cloudformation.Template) []map[string]any {
+	t.Helper()
+	fn := tpl.GetAllServerlessFunctionResources()["ChargeFunction"]
+	var out []map[string]any
+	for _, doc := range *fn.Policies.IAMPolicyDocumentArray {
+		for _, st := range doc.Statement {
+			if m, ok := st.(map[string]any); ok {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+func actionsOf(st map[string]any) string { return fmt.Sprint(st["Action"]) }
+
+// The parameter's ARN is right with or without the leading "/": SSM's ARN is
+// "parameter" then the name for "/idem/key", "parameter/" then it for
+// "idem/key".
+func TestProviderSecretARNWithOrWithoutLeadingSlash(t *testing.T) {
+	for _, name := range []string{"/idem/provider-secret-key", "idem/provider-secret-key"} {
+		var got []string
+		for _, st := range chargeStatements(t, parse(t, map[string]any{"ProviderSecretParameter": name})) {
+			if strings.Contains(actionsOf(st), "ssm:GetParameter") {
+				got = append(got, fmt.Sprint(st["Resource"]))
+			}
+		}
+		if len(got) != 1 || !strings.HasSuffix(got[0], ":parameter/idem/provider-secret-key") || strings.Contains(got[0], "//") {
+			t.Errorf("name %q: ssm:GetParameter on %v, want one ARN ending in :parameter/idem/provider-secret-key", name, got)
+		}
+	}
+}
+
+// A customer managed key for the SecureString is granted kms:Decrypt, and
+// through SSM only; without one, no KMS permission at all.
+func TestKMSKeyGrantsDecryptOnlyWhenGiven(t *testing.T) {
+	const key = "arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+	for _, given := range []string{"", key} {
+		var kms []map[string]any
+		for _, st := range chargeStatements(t, parse(t, map[string]any{"ProviderSecretKmsKeyArn": given})) {
+			if strings.Contains(actionsOf(st), "kms:") {
+				kms = append(kms, st)
+			}
+		}
+		switch {
+		case given == "" && len(kms) != 0:
+			t.Errorf("no key given, yet %v", kms)
+		case given != "" && (len(kms) != 1 || actionsOf(kms[0]) != "[kms:Decrypt]" || kms[0]["Resource"] != key || !strings.Contains(fmt.Sprint(kms[0]["Condition"]), "kms:ViaService")):
+			t.Errorf("key given: %v, want kms:Decrypt on it via SSM", kms)
+		}
+	}
+}
+
+// Every route is throttled by the HTTP API's stage from parameters, and
+// POST /charges, which calls the provider, more tightly.
+func TestHTTPAPIThrottlesEveryRoute(t *testing.T) {
+	tpl := parse(t, map[string]any{"ThrottlingRateLimit": 7, "ThrottlingBurstLimit": 9, "ChargeThrottlingRateLimit": 3, "ChargeThrottlingBurstLimit": 4})
+	api := tpl.GetAllServerlessHttpApiResources()["HttpApi"]
+	d := api.DefaultRouteSettings
+	if d == nil || d.ThrottlingRateLimit == nil || *d.ThrottlingRateLimit != 7 || d.ThrottlingBurstLimit == nil || *d.ThrottlingBurstLimit != 9 {
+		t.Fatalf("DefaultRouteSettings %+v, want the parameters' 7 and 9", d)
+	}
+	ev := tpl.GetAllServerlessFunctionResources()["ChargeFunction"].Events["CreateCharge"].Properties.HttpApiEvent
+	if rs := ev.RouteSettings; rs == nil || rs.ThrottlingRateLimit == nil || *rs.ThrottlingRateLimit != 3 || rs.ThrottlingBurstLimit == nil || *rs.ThrottlingBurstLimit != 4 {
+		t.Fatalf("POST /charges RouteSettings %+v, want 3 and 4", ev.RouteSettings)
+	}
+}
+
+// The pipe dead-letters what it cannot deliver before the stream trims it
+// (24 hours), may send there, and an alarm watches that queue.
+func TestPipeDeadLettersBeforeTheStreamTrims(t *testing.T) {
+	tpl := parse(t, nil)
+	pipe := tpl.GetAllPipesPipeResources()["OrderEventsPipe"]
+	p := pipe.SourceParameters.DynamoDBStreamParameters
+	if p.DeadLetterConfig == nil || p.DeadLetterConfig.Arn == nil || *p.DeadLetterConfig.Arn != "GetAtt OrderEventsPipeDLQ.Arn" {
+		t.Fatalf("DeadLetterConfig %+v, want OrderEventsPipeDLQ", p.DeadLetterConfig)
+	}
+	if p.MaximumRecordAgeInSeconds == nil || *p.MaximumRecordAgeInSeconds < 60 || *p.MaximumRecordAgeInSeconds >= 24*3600 {
+		t.Fatalf("MaximumRecordAgeInSeconds %v, want under the stream's 24 hours", p.MaximumRecordAgeInSeconds)
+	}
+	role := tpl.GetAllIAMRoleResources()["OrderEventsPipeRole"]
+	if !strings.Contains(fmt.Sprint(role.Policies), "GetAtt OrderEventsPipeDLQ.Arn") {
+		t.Fatalf("the pipe's role may not send to its dead-letter queue: %v", role.Policies)
+	}
+	watched := false
+	for _, a := range tpl.GetAllCloudWatchAlarmResources() {
+		for _, d := range a.Dimensions {
+			watched = watched || d.Value == "GetAtt OrderEventsPipeDLQ.QueueName"
+		}
+	}
+	if !watched {
+		t.Fatal("no alarm on the pipe's dead-letter queue")
+	}
+}

@@ -1,0 +1,332 @@
+package provider
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// stored is the result saved under an idempotency key.
+type stored struct {
+	paramsHash string
+	created    time.Time
+	done       chan struct{} // closed once status and body are set
+	status     int
+	body       []byte
+	requestID  string // the first request's id: Original-Request on replays
+}
+
+func (s *Simulator) create(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.pending++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.pending--
+		s.mu.Unlock()
+	}()
+	if err := r.ParseForm(); err != nil {
+		writeJSON(w, http.StatusBadRequest, apiError("invalid_request_error", "", "Invalid form body"))
+		return
+	}
+	fault, faulted := s.nextFault()
+	switch {
+	case faulted && fault.Kind == Delay:
+		if !wait(r, fault.Delay) {
+			return
+		}
+	case faulted && fault.Kind == NotJSON:
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(orDefault(fault.Status, http.StatusForbidden))
+		w.Write([]byte("<html><body><h1>Request blocked</h1></body></html>"))
+		return
+	case faulted && fault.Kind == KeyInUse:
+		writeKeyInUse(w)
+		return
+	}
+
+	key := r.Header.Get("Idempotency-Key")
+	entry, replay, conflict := s.reserve(key, paramsHash(r.URL.Path, r.PostForm))
+	switch {
+	case conflict != "":
+		writeJSON(w, http.StatusBadRequest, apiError("idempotency_error", "", conflict))
+		return
+	case replay && entry == nil:
+		writeKeyInUse(w)
+		return
+	case replay:
+		w.Header().Set("Idempotent-Replayed", "true")
+		w.Header().Set("Original-Request", entry.requestID)
+		writeRaw(w, entry.status, entry.body, "")
+		return
+	}
+	status, body, began := s.execute(r, key, fault, faulted)
+	s.save(key, entry, status, body, began)
+	if faulted && fault.Kind == HangAfterEffect && !wait(r, fault.Delay) {
+		return
+	}
+	if faulted && fault.Kind == DropAfterEffect {
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				conn.Close()
+				return
+			}
+		}
+	}
+	writeRaw(w, status, body, entryRequestID(entry))
+}
+
+// execute validates the request and, once valid, runs it: the point after
+// which Stripe saves the result under the key.
+func (s *Simulator) execute(r *http.Request, key string, fault Fault, faulted bool) (status int, body []byte, began bool) {
+	if status, body, ok := s.validate(r.Header.Get("Stripe-Version"), r.PostForm); !ok {
+		return status, body, false
+	}
+	if faulted && fault.Kind == FailBeforeEffect {
+		status, body := marshal(orDefault(fault.Status, http.StatusInternalServerError), apiError("api_error", "", "simulated failure before any effect"))
+		return status, body, true
+	}
+	status, body = s.charge(r.PostForm, key)
+	if faulted && fault.Kind == FailAfterEffect {
+		status, body = marshal(orDefault(fault.Status, http.StatusInternalServerError), apiError("api_error", "", "simulated failure after the effect"))
+	}
+	return status, body, true
+}
+
+// save records the result under the key, or, for a request whose execution
+// never began (it failed validation), frees the key: Stripe saves nothing
+// then, so a corrected request may reuse it.
+func (s *Simulator) save(key string, entry *stored, status int, body []byte, began bool) {
+	if entry == nil {
+		return
+	}
+	entry.status, entry.body = status, body
+	close(entry.done)
+	if !began {
+		s.mu.Lock()
+		delete(s.keys, key)
+		s.mu.Unlock()
+	}
+}
+
+func entryRequestID(e *stored) string {
+	if e == nil {
+		return ""
+	}
+	return e.requestID
+}
+
+func writeKeyInUse(w http.ResponseWriter) {
+	// Stripe's answer while another request with the key executes; it
+	// saves nothing, and the client may retry.
+	writeJSON(w, http.StatusConflict, apiError("idempotency_error", "idempotency_key_in_use",
+		"There is currently another in-progress request using this Idempotent Key (that probably means you submitted twice, and the other request is still going through). Please try again later."))
+}
+
+func wait(r *http.Request, d time.Duration) bool {
+	select {
+	case <-time.After(d):
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+func orDefault(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// reserve claims key for a first request, or finds what to replay. A
+// replay with a nil entry means the first request is still executing. A key
+// older than the retention is pruned first, and its request is a new one.
+func (s *Simulator) reserve(key, hash string) (entry *stored, replay bool, conflict string) {
+	if key == "" {
+		return nil, false, ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	if e, ok := s.keys[key]; ok && now.Sub(e.created) >= s.retention {
+		delete(s.keys, key)
+	}
+	if e, ok := s.keys[key]; ok {
+		if e.paramsHash != hash {
+			return nil, false, "Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than '" + key + "' if you meant to execute a different request."
+		}
+		select {
+		case <-e.done:
+			return e, true, ""
+		default:
+			return nil, true, ""
+		}
+	}
+	e := &stored{paramsHash: hash, created: now, done: make(chan struct{}), requestID: "req_" + randomID()}
+	s.keys[key] = e
+	return e, false, ""
+}
+
+// paramsHash identifies a request's endpoint and parameters, in any order.
+func paramsHash(path string, form url.Values) string {
+	keys := make([]string, 0, len(form))
+	for k := range form {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	h := sha256.New()
+	fmt.Fprintf(h, "%s;", path)
+	for _, k := range keys {
+		fmt.Fprintf(h, "%d:%s=%q;", len(k), k, form[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// threeDecimal are the currencies whose amounts Stripe takes in thousandths
+// and requires to end in 0.
+var threeDecimal = map[string]bool{"bhd": true, "jod": true, "kwd": true, "omr": true, "tnd": true}
+
+func invalid(code, param, msg string) (int, []byte, bool) {
+	e := apiError("invalid_request_error", code, msg)
+	if param != "" {
+		e["error"]["param"] = param
+	}
+	status, body := marshal(http.StatusBadRequest, e)
+	return status, body, false
+}
+
+// validate refuses what Stripe refuses before executing: bad amounts, and
+// the confirmation rules of the API version.
+func (s *Simulator) validate(version string, form url.Values) (int, []byte, bool) {
+	amount, err := strconv.ParseInt(form.Get("amount"), 10, 64)
+	currency := strings.ToLower(form.Get("currency"))
+	switch {
+	case err != nil || amount <= 0:
+		return invalid("parameter_invalid_integer", "amount", "Invalid positive integer")
+	case len(currency) != 3:
+		return invalid("parameter_missing", "currency", "Missing required param: currency.")
+	case threeDecimal[currency] && amount%10 != 0:
+		return invalid("invalid_amount", "amount", "Amounts in "+strings.ToUpper(currency)+" must end in 0 (three-decimal currency).")
+	case currency == "usd" && amount < 50:
+		return invalid("amount_too_small", "amount", "Amount must be at least $0.50 usd")
+	}
+	if form.Get("confirm") != "true" {
+		return 0, nil, true
+	}
+	return s.validateConfirm(version, form)
+}
+
+// validateConfirm holds the rules for confirm=true: a payment method that
+// belongs to the customer given, and, from API version 2023-08-16, either a
+// return_url or redirects refused.
+func (s *Simulator) validateConfirm(version string, form url.Values) (int, []byte, bool) {
+	pmID, customer := form.Get("payment_method"), form.Get("customer")
+	s.mu.Lock()
+	pm, pmFound := s.lookupMethod(pmID)
+	_, custFound := s.customers[customer]
+	s.mu.Unlock()
+	redirectsRefused := form.Get("automatic_payment_methods[allow_redirects]") == "never" || len(form["payment_method_types[]"])+len(form["payment_method_types[0]"]) > 0
+	switch {
+	case customer != "" && !custFound:
+		return invalid("resource_missing", "customer", "No such customer: '"+customer+"'")
+	case pmID == "":
+		return invalid("payment_intent_unexpected_state", "payment_method", "You cannot confirm this PaymentIntent because it's missing a payment method. To confirm the PaymentIntent with "+orNone(customer)+", specify a payment method attached to this customer along with the customer ID.")
+	case !pmFound:
+		return invalid("resource_missing", "payment_method", "No such PaymentMethod: '"+pmID+"'")
+	case pm.Customer != nil && *pm.Customer != customer:
+		return invalid("parameter_invalid", "payment_method", "The provided PaymentMethod belongs to another Customer. Provide the Customer it is attached to.")
+	case (version == "" || version >= APIVersionAutomaticPaymentMethods) && form.Get("return_url") == "" && !redirectsRefused:
+		return invalid("", "return_url", "A `return_url` must be specified because this Payment Intent is configured to automatically accept the payment methods enabled in the Dashboard, some of which may require a full page redirect to succeed. If you do not want to accept redirect-based payment methods, set `automatic_payment_methods[enabled]` to `true` and `automatic_payment_methods[allow_redirects]` to `never` when creating Setup Intents and Payment Intents.")
+	}
+	return 0, nil, true
+}
+
+func orNone(customer string) string {
+	if customer == "" {
+		return "no customer"
+	}
+	return customer
+}
+
+// charge creates the payment intent and confirms it: the one real effect.
+func (s *Simulator) charge(form url.Values, key string) (int, []byte) {
+	amount, _ := strconv.ParseInt(form.Get("amount"), 10, 64)
+	pmID := form.Get("payment_method")
+	s.mu.Lock()
+	pm, _ := s.lookupMethod(pmID)
+	now := s.now()
+	s.mu.Unlock()
+	pi := &PaymentIntent{
+		ID: "pi_" + randomID(), Object: "payment_intent", Amount: amount, Currency: strings.ToLower(form.Get("currency")),
+		Status: "requires_confirmation", Customer: form.Get("customer"), PaymentMethod: pmID, Description: form.Get("description"),
+		Metadata: map[string]string{}, Created: now.Unix(),
+	}
+	pi.ClientSecret = pi.ID + "_secret_" + randomID()
+	for k, v := range form {
+		if strings.HasPrefix(k, "metadata[") && strings.HasSuffix(k, "]") && len(v) > 0 {
+			pi.Metadata[k[len("metadata["):len(k)-1]] = v[0]
+		}
+	}
+	cardErr := confirm(pi, pm, form.Get("confirm") == "true", form.Get("off_session") == "true")
+	s.mu.Lock()
+	s.intents[pi.ID] = pi
+	s.effects = append(s.effects, Effect{Seq: len(s.effects) + 1, PaymentIntentID: pi.ID, IdempotencyKey: key, Amount: amount,
+		Currency: pi.Currency, Status: pi.Status, Customer: pi.Customer, PaymentMethod: pmID})
+	s.mu.Unlock()
+	s.log.Info("provider: payment intent created", "payment_intent", pi.ID, "amount", amount, "currency", pi.Currency, "status", pi.Status)
+	if cardErr != nil {
+		cardErr["error"]["payment_intent"] = pi
+		cardErr["error"]["payment_method"] = pm // as Stripe's card errors carry it
+		return marshal(http.StatusPaymentRequired, cardErr)
+	}
+	return marshal(http.StatusOK, pi)
+}
+
+func timeOf(unix int64) time.Time { return time.Unix(unix, 0) }
+
+// confirm moves the intent to the status its payment method gives, and
+// returns the card_error when the card fails.
+func confirm(pi *PaymentIntent, pm *PaymentMethod, confirmed, offSession bool) apiErr {
+	if !confirmed || pm == nil {
+		return nil
+	}
+	tc := testCards[pm.test]
+	if tc.status == "requires_action" && offSession {
+		tc = testCard{code: "authentication_required", declineCode: "authentication_required"}
+	}
+	if tc.code == "" {
+		pi.Status = orStatus(tc.status)
+		switch pi.Status {
+		case "succeeded":
+			pi.LatestCharge = "ch_" + randomID()
+		case "requires_action":
+			pi.NextAction = map[string]string{"type": "use_stripe_sdk"}
+		}
+		return nil
+	}
+	pi.Status = "requires_payment_method"
+	msg := map[string]string{"card_declined": "Your card was declined.", "expired_card": "Your card has expired.",
+		"incorrect_cvc": "Your card's security code is incorrect.", "processing_error": "An error occurred while processing your card. Try again in a little bit.",
+		"authentication_required": "Your card was declined. This transaction requires authentication."}[tc.code]
+	e := apiError("card_error", tc.code, msg)
+	if tc.declineCode != "" {
+		e["error"]["decline_code"] = tc.declineCode
+	}
+	e["error"]["charge"] = "ch_" + randomID()
+	pi.LastPaymentError = map[string]any{"type": "card_error", "code": tc.code, "decline_code": tc.declineCode, "message": msg}
+	return e
+}
+
+func orStatus(s string) string {
+	if s == "" {
+		return "succeeded"
+	}
+	return s
+}
