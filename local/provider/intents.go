@@ -60,6 +60,9 @@ func (s *Simulator) create(w http.ResponseWriter, r *http.Request) {
 	case replay && entry == nil:
 		writeKeyInUse(w)
 		return
+	case replay && faulted && fault.Kind == DropAfterEffect:
+		drop(w) // the network loses a replay's answer as it does any other
+		return
 	case replay:
 		w.Header().Set("Idempotent-Replayed", "true")
 		w.Header().Set("Original-Request", entry.requestID)
@@ -71,15 +74,21 @@ func (s *Simulator) create(w http.ResponseWriter, r *http.Request) {
 	if faulted && fault.Kind == HangAfterEffect && !wait(r, fault.Delay) {
 		return
 	}
-	if faulted && fault.Kind == DropAfterEffect {
-		if hj, ok := w.(http.Hijacker); ok {
-			if conn, _, err := hj.Hijack(); err == nil {
-				conn.Close()
-				return
-			}
-		}
+	if faulted && fault.Kind == DropAfterEffect && drop(w) {
+		return
 	}
 	writeRaw(w, status, body, entryRequestID(entry))
+}
+
+// drop closes the connection instead of answering; false if it cannot.
+func drop(w http.ResponseWriter) bool {
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			conn.Close()
+			return true
+		}
+	}
+	return false
 }
 
 // execute validates the request and, once valid, runs it: the point after
@@ -89,7 +98,14 @@ func (s *Simulator) execute(r *http.Request, key string, fault Fault, faulted bo
 		return status, body, false
 	}
 	if faulted && fault.Kind == FailBeforeEffect {
-		status, body := marshal(orDefault(fault.Status, http.StatusInternalServerError), apiError("api_error", "", "simulated failure before any effect"))
+		status := orDefault(fault.Status, http.StatusInternalServerError)
+		if status == http.StatusTooManyRequests {
+			// Rate limiting turns a request away before it executes, so
+			// nothing is saved under its key and a retry runs it.
+			status, body := marshal(status, apiError("invalid_request_error", "rate_limit", "Too many requests hit the API too quickly."))
+			return status, body, false
+		}
+		status, body := marshal(status, apiError("api_error", "", "simulated failure before any effect"))
 		return status, body, true
 	}
 	status, body = s.charge(r.PostForm, key)

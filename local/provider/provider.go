@@ -167,6 +167,13 @@ func (s *Simulator) Pending() int {
 	return s.pending
 }
 
+// ClearFaults drops the faults not yet injected: the network heals.
+func (s *Simulator) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = nil
+}
+
 // Reset forgets every intent, customer, saved payment method, key, fault
 // and effect.
 func (s *Simulator) Reset() {
