@@ -40,7 +40,9 @@ var (
 //
 // The claim may land and lose its answer, and the SDK send it again: the
 // second put then fails its condition on the record the first one wrote.
-// That record carries this claim's lease token, so it is read as won.
+// That record carries this claim's lease token, so it is read as won
+// (model: idem.pml's "my own claim landed" branch after claim_op; its
+// negative control NO_OWN_TOKEN shows the 409 this rule prevents).
 func (s *Store) claim(ctx context.Context, c *call, seen *record) (*lease, *record, error) {
 	d := s.opts.Lease
 	if dl, ok := ctx.Deadline(); ok {
