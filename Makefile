@@ -52,9 +52,7 @@ demo:
 	$(GO) run ./local/cmd/demo
 
 # Every figure of BENCHMARKS.md, into bin/bench/ (a few minutes on two cores).
-# moto copies every table a transaction touches, so the load run is kept to
-# 900 requests on it; LOAD_REQUESTS=10000 against DynamoDB Local.
-LOAD_REQUESTS ?= 900
+LOAD_REQUESTS ?= 10000
 bench: deps build
 	@mkdir -p bin/bench
 	@echo "• library overhead in process (6 runs each)"
@@ -64,9 +62,11 @@ bench: deps build
 	@echo "• cold start and size"
 	BENCH_OUT=$(CURDIR)/bin/bench/coldstart.md $(GO) test -count=1 -run 'TestColdStart$$' ./local/rie
 	@for fn in $(FUNCTIONS); do ls -l bin/arm64/$$fn/bootstrap | awk -v f=$$fn '{printf "%s linux/arm64 stripped: %.1f MB\n", f, $$5/1e6}'; done | tee bin/bench/sizes.txt
+	@echo "• the local engine's transactions by table size"
+	ENGINE_SWEEP=1 BENCH_OUT=$(CURDIR)/bin/bench/engine.md $(GO) test -count=1 -timeout 20m -run 'TestTransactionCostByTableSize$$' ./local/dynamo
 	@echo "• the order handler under load on the local engine: plain, Do, DoAtomic"
 	LOAD_REQUESTS=$(LOAD_REQUESTS) LOAD_SWEEP=1 BENCH_OUT=$(CURDIR)/bin/bench/load.md $(GO) test -count=1 -timeout 60m -run 'TestLoad$$' ./functions/order
-	@cat bin/bench/coldstart.md bin/bench/load.md
+	@cat bin/bench/coldstart.md bin/bench/engine.md bin/bench/load.md
 
 # The Promela model of the protocol, checked exhaustively by spin (also in make test).
 model:
