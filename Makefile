@@ -51,9 +51,20 @@ run: deps build
 demo:
 	$(GO) run ./local/cmd/demo
 
+# Powertools for AWS Lambda (TypeScript)'s idempotency utility, pinned by
+# local/bench/powertools/package-lock.json, for the side-by-side run: from npm
+# into bin/powertools (ignored by git).
+POWERTOOLS := bin/powertools/node_modules/@aws-lambda-powertools/idempotency/package.json
+$(POWERTOOLS): local/bench/powertools/package.json local/bench/powertools/package-lock.json
+	@command -v node >/dev/null && command -v npm >/dev/null || { echo "make bench needs Node.js and npm for the Powertools comparison"; exit 1; }
+	@mkdir -p bin/powertools
+	cp local/bench/powertools/package.json local/bench/powertools/package-lock.json bin/powertools/
+	cd bin/powertools && npm ci --no-audit --no-fund
+	@touch $@
+
 # Every figure of BENCHMARKS.md, into bin/bench/ (a few minutes on two cores).
 LOAD_REQUESTS ?= 10000
-bench: deps build
+bench: deps build $(POWERTOOLS)
 	@mkdir -p bin/bench
 	@echo "• library overhead in process (6 runs each)"
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pkg/idem | tee bin/bench/inprocess.txt
@@ -66,7 +77,9 @@ bench: deps build
 	ENGINE_SWEEP=1 BENCH_OUT=$(CURDIR)/bin/bench/engine.md $(GO) test -count=1 -timeout 20m -run 'TestTransactionCostByTableSize$$' ./local/dynamo
 	@echo "• the order handler under load on the local engine: plain, Do, DoAtomic"
 	LOAD_REQUESTS=$(LOAD_REQUESTS) LOAD_SWEEP=1 BENCH_OUT=$(CURDIR)/bin/bench/load.md $(GO) test -count=1 -timeout 60m -run 'TestLoad$$' ./functions/order
-	@cat bin/bench/coldstart.md bin/bench/engine.md bin/bench/load.md
+	@echo "• side by side with Powertools for AWS Lambda (TypeScript), on the same engine"
+	POWERTOOLS_BENCH=1 BENCH_OUT=$(CURDIR)/bin/bench/powertools.md $(GO) test -count=1 -timeout 20m -run 'TestSideBySideWithPowertools$$' ./local/bench/powertools
+	@cat bin/bench/coldstart.md bin/bench/engine.md bin/bench/load.md bin/bench/powertools.md
 
 # The Promela model of the protocol, checked exhaustively by spin (also in make test).
 model:
