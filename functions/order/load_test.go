@@ -43,13 +43,20 @@ func TestLoad(t *testing.T) {
 	fmt.Fprintln(&report, "| handler | requests/s | p50 ms | p99 ms | throughput vs plain (median, min–max over rounds) | orders | logical operations |")
 	fmt.Fprintln(&report, "|---|---|---|---|---|---|---|")
 	all, ratios := compare(t, n, clients, rounds, 0)
+	if sent := len(all["plain"].latencies); sent != n {
+		report.WriteString(fmt.Sprintf("(%d requests per handler: %d rounds of %d.)\n\n", sent, rounds, sent/rounds))
+	}
 	for _, v := range variants {
 		res := all[v]
 		fmt.Fprintf(&report, "| %s | %.0f | %.1f | %.1f | %s | %d | %d |\n", v, res.throughput(), res.pct(50), res.pct(99), spread(ratios[v]), res.orders, res.ops)
 	}
-	if os.Getenv("LOAD_SWEEP") != "" {
-		sweepClients(t, &report, envInt("LOAD_SWEEP_REQUESTS", 600), rounds)
-		sweepRecords(t, &report, envInt("LOAD_SWEEP_REQUESTS", 600), rounds)
+	if sweep := os.Getenv("LOAD_SWEEP"); sweep != "" { // "1" for both, or "clients" or "records"
+		if sweep != "records" {
+			sweepClients(t, &report, envInt("LOAD_SWEEP_REQUESTS", 600), rounds)
+		}
+		if sweep != "clients" {
+			sweepRecords(t, &report, envInt("LOAD_RECORDS_REQUESTS", 1500), rounds)
+		}
 	}
 	t.Log("\n" + report.String())
 	if out := os.Getenv("BENCH_OUT"); out != "" {

@@ -22,6 +22,7 @@ holds the answers to what they were.
 """
 import copy
 import functools
+import gc
 import re
 import sys
 import threading
@@ -141,6 +142,11 @@ def _transact_write_items(original):
 
 DynamoDBBackend.transact_write_items = _transact_write_items(DynamoDBBackend.transact_write_items)
 
+# No automatic full collections (see the top of this file); what moto loaded
+# at start is frozen out of the young ones' way too.
+gc.set_threshold(700, 10, 1 << 30)
+
 if __name__ == "__main__":
+    gc.freeze()
     sys.argv[0] = re.sub(r"(-script\.pyw|\.exe)?$", "", sys.argv[0])
     sys.exit(main())
