@@ -8,14 +8,15 @@ LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags='-s -w' -buildvcs=false
 FUNCTIONS    := charge order orderstats
 HOST_ARCH    := $(shell $(GO) env GOARCH)
 
-.PHONY: help test vet fuzz soak run demo model bench build invoke deps deploy clean
+.PHONY: help test vet fuzz soak run demo model bench bench-powertools build invoke deps deploy clean
 
 help:
 	@echo "make run     the whole API on 127.0.0.1:3000: DynamoDB engine, provider simulator, functions under the Lambda RIE"
 	@echo "make demo    a guided walk through the guarantees, against make run's stack"
 	@echo "make test    go vet and every test, on a local engine the tests start themselves"
 	@echo "make model   check the protocol's Promela model with spin, with its negative controls"
-	@echo "make bench   every figure of BENCHMARKS.md, into bin/bench/"
+	@echo "make bench   every figure of BENCHMARKS.md, into bin/bench/ (installs Powertools from npm into bin/powertools)"
+	@echo "make bench-powertools   only pkg/idem beside Powertools for AWS Lambda (TypeScript)"
 	@echo "make soak    the race storm at 1000 operations and long fuzz runs (RELIABILITY.md)"
 	@echo "make build   bootstrap binaries: bin/<fn>/bootstrap (host arch) and bin/arm64/<fn>/bootstrap"
 	@echo "make invoke  FN=charge EVENT=events/charge-create.json [TIMES=2]: run a bootstrap under the Lambda RIE against make run's stack"
@@ -77,9 +78,16 @@ bench: deps build $(POWERTOOLS)
 	ENGINE_SWEEP=1 BENCH_OUT=$(CURDIR)/bin/bench/engine.md $(GO) test -count=1 -timeout 20m -run 'TestTransactionCostByTableSize$$' ./local/dynamo
 	@echo "• the order handler under load on the local engine: plain, Do, DoAtomic"
 	LOAD_REQUESTS=$(LOAD_REQUESTS) LOAD_SWEEP=1 BENCH_OUT=$(CURDIR)/bin/bench/load.md $(GO) test -count=1 -timeout 60m -run 'TestLoad$$' ./functions/order
+	@cat bin/bench/coldstart.md bin/bench/engine.md bin/bench/load.md
+	@$(MAKE) --no-print-directory bench-powertools
+
+# pkg/idem beside Powertools for AWS Lambda (TypeScript), on the same engine
+# (make bench runs it too).
+bench-powertools: $(POWERTOOLS)
+	@mkdir -p bin/bench
 	@echo "• side by side with Powertools for AWS Lambda (TypeScript), on the same engine"
 	POWERTOOLS_BENCH=1 BENCH_OUT=$(CURDIR)/bin/bench/powertools.md $(GO) test -count=1 -timeout 20m -run 'TestSideBySideWithPowertools$$' ./local/bench/powertools
-	@cat bin/bench/coldstart.md bin/bench/engine.md bin/bench/load.md bin/bench/powertools.md
+	@cat bin/bench/powertools.md
 
 # The Promela model of the protocol, checked exhaustively by spin (also in make test).
 model:
