@@ -11,6 +11,7 @@ package faultproxy
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httputil"
@@ -36,6 +37,10 @@ const (
 	// closes the connection instead of answering: it happened, and the
 	// client does not know.
 	CommitThenDrop
+	// LandLate closes the connection at once, as a lost answer does, and
+	// forwards the request to the engine only after Delay: a call in
+	// flight that lands after its client has given up on it.
+	LandLate
 	// TransactionConflict answers TransactionConflictException (400), as
 	// DynamoDB does to a single-item write that meets a transaction in
 	// flight on its item. The SDK does not retry it.
@@ -59,7 +64,11 @@ type Proxy struct {
 	mu       sync.Mutex
 	faults   []Fault
 	injected map[Kind]int
+	late     sync.WaitGroup // LandLate requests not yet landed
 }
+
+// Landed waits until every LandLate request has reached the engine.
+func (p *Proxy) Landed() { p.late.Wait() }
 
 // New returns a proxy to the engine at endpoint.
 func New(endpoint string) (*Proxy, error) {
@@ -128,6 +137,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(f.Delay)
 		p.target.ServeHTTP(w, r)
 	case ResetBefore:
+		hangUp(w)
+	case LandLate:
+		body, _ := io.ReadAll(r.Body)
+		late := r.Clone(context.WithoutCancel(r.Context()))
+		p.late.Add(1)
+		go func() {
+			defer p.late.Done()
+			time.Sleep(f.Delay)
+			late.Body = io.NopCloser(bytes.NewReader(body))
+			p.target.ServeHTTP(&discard{header: http.Header{}}, late)
+		}()
 		hangUp(w)
 	case TransactionConflict:
 		dynamoError(w, http.StatusBadRequest, "TransactionConflictException", "Transaction is ongoing for the item")

@@ -30,7 +30,7 @@ var (
 	exprFresh    = aws.String(condFresh)
 	exprTakeover = aws.String(condTakeover)
 	exprLease    = aws.String(condLease)
-	exprLapse    = aws.String("SET lease_until = :zero")
+	exprLapse    = aws.String("SET lease_until = :zero, lease_token = :lapsed")
 	namesStatus  = map[string]string{"#status": attrStatus}
 )
 
@@ -71,12 +71,15 @@ func (s *Store) claim(ctx context.Context, c *call, seen *record) (*lease, *reco
 			return l, nil, nil // this claim landed; only its answer was lost
 		}
 		return nil, got, nil
-	case conflicted(err):
+	}
+	// An earlier send may have landed (its answer lost, and a later one
+	// refused or conflicting): hand the lease back at once rather than leave
+	// the request's own retries to wait it out. The lapse is fenced: where
+	// nothing landed it changes nothing.
+	s.lapse(ctx, l.pk, l.token)
+	if conflicted(err) {
 		return nil, nil, inFlight(err)
 	}
-	// It may have landed: hand the lease back at once rather than leave the
-	// request's own retries to wait it out.
-	s.lapse(ctx, l.pk, l.token)
 	return nil, nil, fmt.Errorf("idem: claim outcome unknown, lease lapsed: %w", err)
 }
 

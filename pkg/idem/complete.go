@@ -38,18 +38,25 @@ type Tx struct {
 // Add queues a write. onConflict may be nil. When it is not, the write's
 // ReturnValuesOnConditionCheckFailure is set to ALL_OLD, so that onConflict
 // sees the item that stood in the way without another read.
+//
+// It sets that field on a copy of the action, never on the caller's: an
+// action shared between operations is not written to.
 func (tx *Tx) Add(item types.TransactWriteItem, onConflict ConflictFunc) {
 	if onConflict != nil {
 		all := types.ReturnValuesOnConditionCheckFailureAllOld
 		switch {
 		case item.Put != nil:
-			item.Put.ReturnValuesOnConditionCheckFailure = all
+			p := *item.Put
+			p.ReturnValuesOnConditionCheckFailure, item.Put = all, &p
 		case item.Update != nil:
-			item.Update.ReturnValuesOnConditionCheckFailure = all
+			u := *item.Update
+			u.ReturnValuesOnConditionCheckFailure, item.Update = all, &u
 		case item.Delete != nil:
-			item.Delete.ReturnValuesOnConditionCheckFailure = all
+			d := *item.Delete
+			d.ReturnValuesOnConditionCheckFailure, item.Delete = all, &d
 		case item.ConditionCheck != nil:
-			item.ConditionCheck.ReturnValuesOnConditionCheckFailure = all
+			cc := *item.ConditionCheck
+			cc.ReturnValuesOnConditionCheckFailure, item.ConditionCheck = all, &cc
 		}
 	}
 	tx.writes = append(tx.writes, Write{Item: item, OnConflict: onConflict})
@@ -128,7 +135,10 @@ func (s *Store) commit(ctx context.Context, c completion, resp Response) outcome
 	case errors.As(err, &ccf):
 		return s.recordFailed(ctx, c, ccf.Item)
 	case conflicted(err):
-		return outcome{err: inFlight(err)}
+		// Nothing was written by the last send, but an earlier one may
+		// have been (a put has no ClientRequestToken): settle it. Answered
+		// as in progress, never as an internal error.
+		return outcome{err: inFlight(err), unknown: true}
 	case errors.As(err, &cancelled):
 		return s.cancelled(ctx, c, cancelled.CancellationReasons, err)
 	case refused(err):

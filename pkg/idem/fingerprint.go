@@ -21,8 +21,10 @@ const MaxJSONDepth = 32
 // Fingerprint returns the digest of what makes two requests "the same": the
 // method, the route (the request path as it was routed), and the body. JSON
 // bodies are hashed in canonical form, so white space and the order of object
-// members do not matter; other bodies are hashed as bytes. A JSON body that
-// cannot be canonicalised is refused with ErrInvalidBody.
+// members do not matter; other bodies are hashed as bytes. Which of the two a
+// body was is hashed too, so a JSON body and the same bytes sent as text are
+// not the same request. A JSON body that cannot be canonicalised is refused
+// with ErrInvalidBody.
 func Fingerprint(method, route string, body []byte, isJSON bool) (string, error) {
 	if isJSON {
 		c := canonicalisers.Get().(*canonicaliser)
@@ -33,14 +35,18 @@ func Fingerprint(method, route string, body []byte, isJSON bool) (string, error)
 		}
 	}
 	h := sha256.New()
-	// Length prefixes keep the three parts from running into each other.
+	// Length prefixes keep the parts from running into each other.
+	mode := []byte("raw")
+	if isJSON {
+		mode = []byte("json")
+	}
 	var prefix [24]byte
-	for _, part := range [...][]byte{[]byte(strings.ToUpper(method)), []byte(route), body} {
+	for _, part := range [...][]byte{[]byte(strings.ToUpper(method)), []byte(route), mode, body} {
 		h.Write(append(strconv.AppendInt(prefix[:0], int64(len(part)), 10), ':'))
 		h.Write(part)
 	}
 	var sum [sha256.Size]byte
-	out := [3 + 2*sha256.Size]byte{'v', '1', ':'}
+	out := [3 + 2*sha256.Size]byte{'v', '2', ':'}
 	hex.Encode(out[3:], h.Sum(sum[:0]))
 	return string(out[:]), nil
 }

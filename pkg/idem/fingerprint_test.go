@@ -67,6 +67,8 @@ func TestFingerprintSeparatesRequests(t *testing.T) {
 		"route":  func() (string, error) { return idem.Fingerprint("POST", "/orders/1", []byte(`{"a":1}`), true) },
 		"body":   func() (string, error) { return idem.Fingerprint("POST", "/orders", []byte(`{"a":2}`), true) },
 		"split":  func() (string, error) { return idem.Fingerprint("POST", "/orders{", []byte(`"a":1}`), false) },
+		// The same bytes as text are not the JSON request.
+		"body mode": func() (string, error) { return idem.Fingerprint("POST", "/orders", []byte(`{"a":1}`), false) },
 	} {
 		got, err := fp()
 		if err != nil || got == base {

@@ -143,6 +143,10 @@ func New(db DynamoDBAPI, table string, optFns ...func(*Options)) (*Store, error)
 		return nil, fmt.Errorf("%w: negative duration", ErrInvalidOptions)
 	case o.TTL < MinTTL || o.TTL > MaxTTL:
 		return nil, fmt.Errorf("%w: TTL %v outside %v to %v", ErrInvalidOptions, o.TTL, MinTTL, MaxTTL)
+	case o.Lease >= MinTTL:
+		// A record must outlive any lease on it, or it could expire while
+		// its holder runs.
+		return nil, fmt.Errorf("%w: lease %v is not shorter than the shortest TTL, %v", ErrInvalidOptions, o.Lease, MinTTL)
 	}
 	return &Store{db: db, table: table, opts: o}, nil
 }

@@ -81,20 +81,27 @@ func (s *Store) workContext(ctx context.Context, l *lease) (context.Context, con
 // still gets 422. Deleting instead would let another request bind the key
 // after a failure that may already have had an outside effect.
 //
+// It also replaces the lease token with the lapsed form of it, so that a
+// commit of this lease still in flight (sent, its answer lost) fails its
+// fence when it lands: once lapsed, a lease never commits.
+//
 // It reports whether it lapsed the lease, or else the record it found (nil:
-// none). Sent twice, it lapses twice, which is the same. It runs even when
-// ctx is done, since that is when a failure is likeliest.
+// none). Sent twice, the second send fails its condition on the record the
+// first one lapsed, which it reads as lapsed. It runs even when ctx is done,
+// since that is when a failure is likeliest.
 func (s *Store) lapse(ctx context.Context, pk, token string) (lapsed bool, found *record, err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	err = retryConflicts(ctx, func(int) error {
 		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:                           &s.table,
-			Key:                                 map[string]types.AttributeValue{AttrPK: &types.AttributeValueMemberS{Value: pk}},
-			UpdateExpression:                    exprLapse,
-			ConditionExpression:                 exprLease,
-			ExpressionAttributeNames:            namesStatus,
-			ExpressionAttributeValues:           leaseValues(token, map[string]types.AttributeValue{":zero": number(0)}),
+			TableName:                &s.table,
+			Key:                      map[string]types.AttributeValue{AttrPK: &types.AttributeValueMemberS{Value: pk}},
+			UpdateExpression:         exprLapse,
+			ConditionExpression:      exprLease,
+			ExpressionAttributeNames: namesStatus,
+			ExpressionAttributeValues: leaseValues(token, map[string]types.AttributeValue{
+				":zero": number(0), ":lapsed": &types.AttributeValueMemberS{Value: lapsedToken(token)},
+			}),
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		})
 		return err
@@ -105,16 +112,24 @@ func (s *Store) lapse(ctx context.Context, pk, token string) (lapsed bool, found
 		return true, nil, nil
 	case errors.As(err, &ccf):
 		found, err = s.seen(ctx, pk, ccf.Item)
+		if found != nil && found.Status == StatusInProgress && found.LeaseToken == lapsedToken(token) {
+			return true, nil, err // an earlier send of this lapse landed
+		}
 		return false, found, err
 	}
 	return false, nil, fmt.Errorf("idem: lapse: %w", err)
 }
 
+// lapsedToken is the token a lapse leaves in place of the lease's own: no
+// holder has it, and the lease it came from can tell it is its own lapse.
+func lapsedToken(token string) string { return token + ".lapsed" }
+
 // settle decides a commit whose outcome the client did not see (a timeout,
 // a reset after every SDK retry) by lapsing the lease, which races the
 // commit safely since both are fenced on it. Lapsed: the commit had not
-// landed. Completed under this lease token: the commit landed and only its
-// answer was lost. Anyone else's record: this lease lost the key.
+// landed, and cannot land after (the lapse replaced the token). Completed
+// under this lease token: the commit landed and only its answer was lost.
+// Anyone else's record: this lease lost the key.
 func (s *Store) settle(ctx context.Context, pk, token string, cause error) outcome {
 	lapsed, r, err := s.lapse(ctx, pk, token)
 	switch {

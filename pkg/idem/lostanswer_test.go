@@ -217,3 +217,64 @@ func TestWorkDeadlineFollowsTheWrittenLease(t *testing.T) {
 		t.Fatalf("the work's deadline %v is after lease_until - reserve = %v", deadline, latest)
 	}
 }
+
+// A commit sent, its answer lost, that lands only after the client gave up
+// on it and settled by the lapse: the lapse replaced the lease token, so the
+// late commit fails its fence. Do said the commit failed, and so it did: the
+// writes never land, and the retry commits once.
+func TestLateCommitAfterTheLapseNeverLands(t *testing.T) {
+	f := newFixture(t)
+	proxy, store := f.proxied()
+	r := req("alice", "k1", `{}`)
+	proxy.Inject(faultproxy.Fault{Op: "TransactWriteItems", Kind: faultproxy.LandLate, Times: 3, Delay: 300 * time.Millisecond})
+	_, err := store.Do(context.Background(), r, f.createOrder("alice", "o1", nil))
+	if err == nil || errors.Is(err, idem.ErrLeaseLost) {
+		t.Fatalf("err = %v, want the commit's failure", err)
+	}
+	proxy.Landed() // the three sends reach the engine now, after the lapse
+	mustInject(t, proxy, faultproxy.LandLate, 3)
+	if f.order("alice", "o1") != nil || str(f.record("alice", "k1"), "status") == idem.StatusCompleted {
+		t.Fatal("a commit landed after its lease was lapsed and Do had answered it failed")
+	}
+	f.lapsed("alice", "k1", r.Fingerprint)
+	var runs atomic.Int32
+	res, err := store.Do(context.Background(), r, f.createOrder("alice", "o1", &runs))
+	if err != nil || res.Response.StatusCode != 201 || runs.Load() != 1 || f.order("alice", "o1") == nil {
+		t.Fatalf("retry = %+v, %v after %d runs; want it to take over and commit", res, err, runs.Load())
+	}
+}
+
+// A claim that landed, its answer lost, whose resends then meet a
+// transaction in flight: answered in progress, and its lease lapsed, so
+// that the request's own retry is not refused for the whole lease.
+func TestClaimLandedThenConflictingLapses(t *testing.T) {
+	f := newFixture(t, func(o *idem.Options) { o.Lease = 30 * time.Second })
+	proxy, store := f.proxied(func(o *idem.Options) { o.Lease = 30 * time.Second })
+	proxy.Inject(faultproxy.Fault{Op: "PutItem", Kind: faultproxy.CommitThenDrop})
+	proxy.Inject(faultproxy.Fault{Op: "PutItem", Kind: faultproxy.TransactionConflict, Times: 4})
+	r := req("alice", "k1", `{}`)
+	var busy *idem.InProgressError
+	if _, err := store.Do(context.Background(), r, f.createOrder("alice", "o1", nil)); !errors.As(err, &busy) {
+		t.Fatalf("first call: %v, want in progress", err)
+	}
+	f.lapsed("alice", "k1", r.Fingerprint)
+	if res, err := store.Do(context.Background(), r, f.createOrder("alice", "o1", nil)); err != nil || res.Response.StatusCode != 201 {
+		t.Fatalf("retry = %+v, %v; want it to take over and commit", res, err)
+	}
+}
+
+// A commit with no business write (a put, which has no ClientRequestToken)
+// whose first send landed and whose resends conflict: settled, so the
+// committed response comes back, not a 409.
+func TestCommitLandedThenConflictingIsSettled(t *testing.T) {
+	f := newFixture(t)
+	proxy, store := f.proxied()
+	res, err := store.Do(context.Background(), req("alice", "k1", `{}`), func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		proxy.Inject(faultproxy.Fault{Op: "PutItem", Kind: faultproxy.CommitThenDrop})
+		proxy.Inject(faultproxy.Fault{Op: "PutItem", Kind: faultproxy.TransactionConflict, Times: 4})
+		return idem.Response{StatusCode: 204}, nil
+	})
+	if err != nil || res.Response.StatusCode != 204 {
+		t.Fatalf("got %+v, %v; want the committed 204", res, err)
+	}
+}

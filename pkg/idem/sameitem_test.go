@@ -122,3 +122,23 @@ func TestConflictResponsePastTheLimitIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// Tx.Add asks for the old item on a copy of the action: an action the
+// caller shares between operations is never written to (a data race, and a
+// setting leaking into its other uses).
+func TestTxAddLeavesTheCallersActionAlone(t *testing.T) {
+	put := &types.Put{TableName: aws.String("t"), Item: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "1"}}}
+	var tx idem.Tx
+	tx.Add(types.TransactWriteItem{Put: put}, func(map[string]types.AttributeValue) (idem.Response, error) { return idem.Response{}, nil })
+	if put.ReturnValuesOnConditionCheckFailure != "" {
+		t.Fatalf("the caller's put was changed: %q", put.ReturnValuesOnConditionCheckFailure)
+	}
+}
+
+// A lease as long as the shortest TTL could outlive its record.
+func TestLeaseMustBeShorterThanTheTTL(t *testing.T) {
+	_, err := idem.New(&dynamodb.Client{}, "table", func(o *idem.Options) { o.Lease = idem.MinTTL })
+	if !errors.Is(err, idem.ErrInvalidOptions) {
+		t.Fatalf("New with a 24h lease: %v, want ErrInvalidOptions", err)
+	}
+}

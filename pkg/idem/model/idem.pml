@@ -10,7 +10,10 @@
  * writes and transactions to be, and every call (the claim, a takeover, the
  * commit, the lapse) may land and lose its answer: the SDK then sends the
  * same call again, which sees what the first one wrote, or gives up, which
- * leaves the outcome unknown. The client picks a claim's lease token before
+ * leaves the outcome unknown. A commit may also be sent and given up on
+ * before it lands: it lands later (after the lapse that settled it, say),
+ * or never. A claim whose resends meet a transaction in flight is, to its
+ * client, a claim given up on: the code lapses it as it does an unknown one. The client picks a claim's lease token before
  * sending it, as rand.Text() does, so a resend carries the same token.
  *
  * Faults, bounded so that retries can end: a crash (after the claim, or
@@ -37,6 +40,8 @@
  *   PER_ATTEMPT_KEY  negative control: the provider key is new per attempt
  *   RELEASE_DELETE   negative control: a failure deletes the record instead
  *                    of lapsing the lease (the orphaned charge)
+ *   LAPSE_KEEPS_TOKEN negative control: the lapse keeps the lease token, so
+ *                    a commit still in flight lands after it
  *   NO_OWN_TOKEN     negative control: a claim does not read its own token
  *                    in the record as won (the stuck 409)
  */
@@ -56,7 +61,7 @@
 
 #define MAXCLAIMS 2      /* next's callers' bound (maxClaims), reduced */
 #define NREQ 3
-#define NTOK 16          /* tokens: claims are bounded by the faults and lost answers */
+#define NTOK 24          /* tokens, lapsed ones included */
 
 #ifdef NOFAULTS
 byte faults = 0;
@@ -76,7 +81,10 @@ byte resp_token;         /* ... and under which lease */
 
 /* Ghost state, for the properties. */
 byte next_token = 1;
-bool replaced[NTOK];     /* a lease that a claim or takeover replaced */
+bool replaced[NTOK];     /* a lease that a claim, takeover or lapse replaced */
+byte lapsed_by[NTOK];    /* a lapsed token -> the lease it lapsed */
+bool inflight;           /* a commit sent, given up on, not landed yet */
+byte inflight_tok, inflight_fp;
 bool running[NTOK];      /* a lease whose holder is still running */
 byte holding;            /* how many holders are running */
 #define HOLD   running[tok] = true; holding++
@@ -143,24 +151,26 @@ inline claim_op() {
     }
 }
 
-/* The commit: business writes and the completed record, fenced. */
-inline commit_op() {
+/* The commit of lease t for request fp: business writes and the completed
+   record, fenced. The client may send it and give up before it lands: the
+   Clock then lands it later, or never. */
+inline commit_as(t, fp) {
     atomic {
         if
         :: (status == INPROG &&
 #ifndef NO_FENCE
-            rtoken == tok &&
+            rtoken == t &&
 #endif
             true) ->
-            assert(!replaced[tok]);            /* a fenced holder never commits */
-            assert(myfp == first_fp);          /* a takeover never changes whose key it is */
+            assert(!replaced[t]);              /* a fenced or lapsed lease never commits */
+            assert(fp == first_fp);            /* a takeover never changes whose key it is */
             /* no orphan: once a request's work had its outside effect, the
                key is completed with that request's response only */
-            assert(!provider_done || provider_fp == myfp);
-            status = DONE; resp_fp = myfp; resp_token = tok;
+            assert(!provider_done || provider_fp == fp);
+            status = DONE; resp_fp = fp; resp_token = t;
             effects++;
             assert(effects <= 1);              /* at most once per record's life */
-            if :: first_token == 0 -> first_token = tok :: else -> skip fi;
+            if :: first_token == 0 -> first_token = t :: else -> skip fi;
             a_won = true
         :: else ->
             a_status = status; a_token = rtoken; a_won = false
@@ -168,7 +178,10 @@ inline commit_op() {
     }
 }
 
-/* The lapse after a failure: lease_until = 0, fenced on the token. */
+inline commit_op() { commit_as(tok, myfp) }
+
+/* The lapse after a failure: lease_until = 0, and the token replaced by its
+   lapsed form, fenced on the token. A resend finds its own lapse. */
 inline lapse_op() {
     atomic {
         if
@@ -176,24 +189,29 @@ inline lapse_op() {
 #ifdef RELEASE_DELETE
             status = NONE;
 #else
-            live = false;
+            live = false; replaced[tok] = true;
+#ifndef LAPSE_KEEPS_TOKEN
+            lapsed_by[next_token] = tok; rtoken = next_token; next_token++;
+#endif
 #endif
             a_won = true
+        :: (status == INPROG && rtoken != tok && lapsed_by[rtoken] == tok) -> a_won = true
         :: else -> a_status = status; a_token = rtoken; a_won = false
         fi
     }
 }
 
-/* Lapse tok's lease; its answer may be lost too, which changes nothing. */
+/* Lapse tok's lease; its answer may be lost too (lapse_lost: the SDK gave
+   up, so the caller does not know). */
 inline lapse() {
     lapse_op();
     LOSE_ANSWER(lapse_op());
-    gaveup = false
+    lapse_lost = gaveup; gaveup = false
 }
 
 proctype Req(byte me; byte myfp) {
     byte tok, claims;
-    bool saw, gaveup, a_won;
+    bool saw, gaveup, lapse_lost, a_won;
     byte s_status, s_fp, s_token, s_resp_fp, s_resp_token, s_first;
     bool s_live, s_expired;
     byte a_status, a_fp, a_token, a_resp_fp, a_resp_token, a_first;
@@ -275,8 +293,11 @@ work:
     :: skip
     fi;
 #endif
-    commit_op();
-    LOSE_ANSWER(commit_op());
+    if
+    :: commit_op(); LOSE_ANSWER(commit_op())
+    :: atomic { faults > 0 -> faults--; gaveup = true;     /* sent, no answer */
+                inflight = true; inflight_tok = tok; inflight_fp = myfp }
+    fi;
     UNHOLD;
     if
     :: gaveup ->
@@ -284,9 +305,12 @@ work:
         gaveup = false;
         lapse();
         if
-        :: a_won -> outcome[me] = FAILED; goto retry                     /* not landed */
-        :: (!a_won && a_status == DONE && a_token == tok) -> skip        /* mine */
-        :: (!a_won && !(a_status == DONE && a_token == tok)) -> outcome[me] = FENCED; goto retry
+        :: lapse_lost -> outcome[me] = FAILED; goto retry                /* unknown */
+        :: (!lapse_lost && a_won) -> outcome[me] = FAILED; goto retry    /* not landed, and now never */
+        :: (!lapse_lost && !a_won && a_status == DONE && a_token == tok) -> skip   /* mine */
+        :: (!lapse_lost && !a_won && a_status == NONE) -> outcome[me] = FAILED; goto retry  /* gone */
+        :: (!lapse_lost && !a_won && a_status != NONE && !(a_status == DONE && a_token == tok)) ->
+            outcome[me] = FENCED; goto retry
         fi
     :: (!gaveup && a_won) -> skip
     :: (!gaveup && !a_won && a_status == DONE && a_token == tok) -> skip /* recordFailed: mine */
@@ -314,14 +338,17 @@ end:
 /* Time: a lease runs out (free once its holder is gone, a fault while it
    runs); a record may expire once and be deleted. */
 active proctype Clock() {
+    bool a_won; byte a_status, a_token;
 end:
     do
+    :: atomic { inflight -> commit_as(inflight_tok, inflight_fp); inflight = false }
+    :: atomic { inflight -> inflight = false }     /* it never lands */
     :: atomic { status == INPROG && live && !running[rtoken] -> live = false }
     :: atomic { status == INPROG && live && running[rtoken] && faults > 0 -> faults--; live = false }
     /* The TTL (24h at least, renewed by every claim) is far longer than
        any holder runs (a Lambda, 15 minutes at most): a record expires
        only when nobody is running. */
-    :: atomic { status != NONE && !expired && ttl_left > 0 && holding == 0 -> expired = true; ttl_left-- }
+    :: atomic { status != NONE && !expired && ttl_left > 0 && holding == 0 && !inflight -> expired = true; ttl_left-- }
     :: atomic { expired -> status = NONE; expired = false;
                 effects = 0; first_token = 0; charges = 0; provider_done = false; aged = true }
     od
