@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -48,7 +47,6 @@ func run(o samenv.Options, out string) error {
 	if err := samenv.Write(out, s.EnvVars); err != nil {
 		return err
 	}
-	abs, _ := filepath.Abs(out)
 	fmt.Printf("• wrote %s for %v\n", out, samenv.Functions(s.EnvVars))
 	token, err := devToken()
 	if err != nil {
@@ -57,18 +55,19 @@ func run(o samenv.Options, out string) error {
 	fmt.Printf(`
 Ready. In another shell, from the project root:
   sam build
-  sam local start-api --env-vars %s --region us-east-1 --docker-network host   # Linux
-  sam local start-api --env-vars %s --region us-east-1                         # Docker Desktop (make sam-local-env SAM_HOST=host.docker.internal)
+  sam local start-api --env-vars %s --docker-network host --region us-east-1 \
+    --parameter-overrides JwtIssuer=https://issuer.local.invalid JwtAudience=idem-local
+  (Docker Desktop: without --docker-network host, after make sam-local-env SAM_HOST=host.docker.internal)
 
 A dev token for user-demo-1 (under the SAM CLI the functions read it unverified):
   export TOKEN=%s
 
-  curl -si http://127.0.0.1:3000/charges -H "Authorization: Bearer $TOKEN" -H "Idempotency-Key: demo-1" \
+  curl -si http://127.0.0.1:3000/charges -H "Authorization: Bearer $TOKEN" -H "Idempotency-Key: sam-1" \
        -H "Content-Type: application/json" -d '{"amount":1050,"currency":"usd","payment_method":"pm_card_visa"}'
   curl -s %s/_sim/effects
 
 Ctrl-C stops the engine and the simulator.
-`, abs, abs, token, s.ProviderURL)
+`, out, token, s.ProviderURL)
 	<-ctx.Done()
 	fmt.Println("\n• stopping…")
 	return nil
