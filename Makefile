@@ -8,7 +8,7 @@ LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags='-s -w' -buildvcs=false
 FUNCTIONS    := charge order orderstats
 HOST_ARCH    := $(shell $(GO) env GOARCH)
 
-.PHONY: help test vet fuzz soak run demo model bench bench-powertools build invoke deps deploy clean
+.PHONY: help test vet fuzz soak run demo model bench bench-powertools build invoke deps deploy clean sam-local-env
 
 help:
 	@echo "make run     the whole API on 127.0.0.1:3000: DynamoDB engine, provider simulator, functions under the Lambda RIE"
@@ -20,6 +20,7 @@ help:
 	@echo "make soak    the race storm at 1000 operations and long fuzz runs (RELIABILITY.md)"
 	@echo "make build   bootstrap binaries: bin/<fn>/bootstrap (host arch) and bin/arm64/<fn>/bootstrap"
 	@echo "make invoke  FN=charge EVENT=events/charge-create.json [TIMES=2]: run a bootstrap under the Lambda RIE against make run's stack"
+	@echo "make sam-local-env  [SAM_HOST=host.docker.internal]: the engine and the simulator for sam local, and local/.run/sam-env.json for --env-vars"
 	@echo "make deploy  sam build && sam deploy"
 
 deps:
@@ -95,6 +96,17 @@ bench-powertools: $(POWERTOOLS)
 model:
 	@local/ensure-spin.sh
 	$(GO) test -count=1 -v -run TestModel ./pkg/idem/model
+
+# For the SAM CLI: the engine (with the template's tables) and the provider
+# simulator on SAM_BIND, and local/.run/sam-env.json pointing each function
+# at them through SAM_HOST, this machine as SAM's containers see it:
+# 127.0.0.1 with --docker-network host (Linux), host.docker.internal (Docker
+# Desktop). Up until Ctrl-C.
+SAM_BIND ?= 0.0.0.0
+SAM_HOST ?= 127.0.0.1
+sam-local-env:
+	@local/ensure-moto.sh
+	$(GO) run ./local/cmd/samenv -bind $(SAM_BIND) -host $(SAM_HOST)
 
 FN     ?= charge
 EVENT  ?= events/charge-create.json

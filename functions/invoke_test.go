@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/idemkeys/idem/functions/internal/app"
 	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/local/provider"
@@ -111,6 +112,9 @@ func TestEventFilesUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 		dynamo.EndpointEnv:    os.Getenv(dynamo.EndpointEnv),
 		"PROVIDER_BASE_URL":   api.URL,
 		"PROVIDER_SECRET_KEY": "sk_test_invoke",
+		// As `sam local invoke -e events/<file>` runs them: the files carry
+		// the authorizer's claims, which the functions use as they are.
+		app.SAMLocalEnv: "true",
 	}
 	tables, err := dynamo.TemplateTables(path)
 	if err != nil {
@@ -175,6 +179,9 @@ func TestEventFilesUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 			}
 			if c.want.code != "" && !strings.Contains(first.Body, `"code":"`+c.want.code+`"`) {
 				t.Fatalf("body %s lacks code %s", first.Body, c.want.code)
+			}
+			if strings.Contains(rt.Logs(), "UNVERIFIED IDENTITY") {
+				t.Fatalf("the event's verified claims were not used as they are:\n%s", rt.Logs())
 			}
 		})
 	}

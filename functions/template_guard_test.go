@@ -9,6 +9,9 @@ import (
 	"github.com/awslabs/goformation/v7"
 	"github.com/awslabs/goformation/v7/cloudformation"
 	"github.com/awslabs/goformation/v7/intrinsics"
+	"gopkg.in/yaml.v3"
+
+	"github.com/idemkeys/idem/functions/internal/app"
 )
 
 // parse reads template.yaml with goformation, its parameters overridden by
@@ -144,5 +147,56 @@ func TestPipeDeadLettersBeforeTheStreamTrims(t *testing.T) {
 	}
 	if !watched {
 		t.Fatal("no alarm on the pipe's dead-letter queue")
+	}
+}
+
+// No function of the template sets AWS_SAM_LOCAL, neither on its own nor
+// through Globals: deployed, it would make the functions take the scope from
+// an unverified token (functions/internal/app.Serve, SECURITY.md).
+func TestNoFunctionSetsAWSSAMLocal(t *testing.T) {
+	tpl := parse(t, nil)
+	checked := 0
+	for id, fn := range tpl.GetAllServerlessFunctionResources() {
+		checked++
+		if fn.Environment != nil {
+			if _, set := fn.Environment.Variables[app.SAMLocalEnv]; set {
+				t.Errorf("%s sets %s", id, app.SAMLocalEnv)
+			}
+		}
+	}
+	for id, fn := range tpl.GetAllLambdaFunctionResources() {
+		checked++
+		if fn.Environment != nil {
+			if _, set := fn.Environment.Variables[app.SAMLocalEnv]; set {
+				t.Errorf("%s sets %s", id, app.SAMLocalEnv)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no functions in the template")
+	}
+	// goformation does not apply Globals: read them as written.
+	path, _ := load(t)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Globals struct {
+			Function struct {
+				Environment struct {
+					Variables map[string]any `yaml:"Variables"`
+				} `yaml:"Environment"`
+			} `yaml:"Function"`
+		} `yaml:"Globals"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Globals.Function.Environment.Variables) == 0 {
+		t.Fatal("no Globals variables read: the test reads the wrong place")
+	}
+	if _, set := doc.Globals.Function.Environment.Variables[app.SAMLocalEnv]; set {
+		t.Errorf("Globals set %s for every function", app.SAMLocalEnv)
 	}
 }

@@ -9,6 +9,7 @@
 //	PROVIDER_BASE_URL                  the Stripe-compatible API
 //	PROVIDER_SECRET_KEY                its secret key, or else
 //	PROVIDER_SECRET_PARAMETER          the SSM SecureString parameter holding it
+//	AWS_SAM_LOCAL                      "true" under the SAM CLI only: the scope from the unverified bearer token (app.Serve)
 //	DYNAMODB_ENDPOINT                  a local DynamoDB engine, for local runs
 package main
 
@@ -31,7 +32,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "charge:", err)
 		os.Exit(1)
 	}
-	lambda.Start(s.routes().Handle)
+	// Under the SAM CLI (AWS_SAM_LOCAL=true), whose start-api skips the JWT
+	// authorizer, the scope comes from the unverified bearer token.
+	lambda.Start(app.Serve(s.routes(), s.scopeClaim, s.log))
 }
 
 func newServer(ctx context.Context) (*server, error) {

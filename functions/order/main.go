@@ -8,6 +8,7 @@
 //	SCOPE_CLAIM                       the JWT claim that names the caller (default sub)
 //	IDEM_LEASE                        a shorter idempotency lease, for local runs (e.g. 3s)
 //	ORDER_FAST_PATH                   "true": POST /orders in one transaction (idem.Store.DoAtomic)
+//	AWS_SAM_LOCAL                     "true" under the SAM CLI only: the scope from the unverified bearer token (app.Serve)
 //	DYNAMODB_ENDPOINT                 a local DynamoDB engine, for local runs
 package main
 
@@ -28,7 +29,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "order:", err)
 		os.Exit(1)
 	}
-	lambda.Start(s.routes().Handle)
+	// Under the SAM CLI (AWS_SAM_LOCAL=true), whose start-api skips the JWT
+	// authorizer, the scope comes from the unverified bearer token.
+	lambda.Start(app.Serve(s.routes(), s.scopeClaim, s.log))
 }
 
 func newServer(ctx context.Context) (*server, error) {

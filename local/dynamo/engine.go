@@ -57,6 +57,13 @@ var serve []byte
 // answers. Its output goes to logw. The server is killed by Stop, and by the
 // kernel if this process dies first, so that no test run leaves it behind.
 func Start(ctx context.Context, logw io.Writer) (*Engine, error) {
+	return StartAt(ctx, "127.0.0.1", 0, logw)
+}
+
+// StartAt is Start listening on host and port: "0.0.0.0" for containers to
+// reach it, port 0 for a free one. Endpoint names host, or 127.0.0.1 for an
+// unspecified host.
+func StartAt(ctx context.Context, host string, port int, logw io.Writer) (*Engine, error) {
 	if _, err := exec.LookPath("moto_server"); err != nil {
 		return nil, ErrNoEngine
 	}
@@ -75,27 +82,33 @@ func Start(ctx context.Context, logw io.Writer) (*Engine, error) {
 	script.Close()
 	var lastErr error
 	for range 3 { // a free port can be taken between choosing and binding it
-		port, err := freePort()
-		if err != nil {
-			return nil, err
+		p := port
+		if p == 0 {
+			if p, err = freePort(); err != nil {
+				return nil, err
+			}
 		}
-		e, err := startOn(ctx, python, script.Name(), port, logw)
-		if err == nil {
-			return e, nil
+		e, err := startOn(ctx, python, script.Name(), host, p, logw)
+		if err == nil || port != 0 {
+			return e, err
 		}
 		lastErr = err
 	}
 	return nil, lastErr
 }
 
-func startOn(ctx context.Context, python, script string, port int, logw io.Writer) (*Engine, error) {
-	cmd := exec.Command(python, script, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+func startOn(ctx context.Context, python, script, host string, port int, logw io.Writer) (*Engine, error) {
+	cmd := exec.Command(python, script, "-H", host, "-p", strconv.Itoa(port))
 	cmd.Stdout, cmd.Stderr = logw, logw
 	cmd.SysProcAttr = proc.Attr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start moto_server: %w", err)
 	}
-	e := &Engine{Endpoint: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd, exited: make(chan struct{})}
+	reach := host
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		reach = "127.0.0.1"
+	}
+	e := &Engine{Endpoint: "http://" + net.JoinHostPort(reach, strconv.Itoa(port)), cmd: cmd, exited: make(chan struct{})}
 	go func() { cmd.Wait(); close(e.exited) }()
 	if err := e.waitReady(ctx, 30*time.Second); err != nil {
 		e.Stop()

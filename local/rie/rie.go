@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -52,7 +53,25 @@ type Runtime struct {
 	url    string
 	cmd    *exec.Cmd
 	exited chan struct{}
-	output *bytes.Buffer
+	output *syncBuffer
+}
+
+// syncBuffer keeps the logs that the process writes while a caller reads them.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // Options of Start.
@@ -92,7 +111,7 @@ func Start(ctx context.Context, emulator, bootstrap string, o Options) (*Runtime
 		"AWS_LAMBDA_FUNCTION_NAME=" + filepath.Base(filepath.Dir(abs)),
 		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256",
 	}, o.Env...)
-	r := &Runtime{url: "http://127.0.0.1:" + strconv.Itoa(invokePort) + "/2015-03-31/functions/function/invocations", cmd: cmd, exited: make(chan struct{}), output: &bytes.Buffer{}}
+	r := &Runtime{url: "http://127.0.0.1:" + strconv.Itoa(invokePort) + "/2015-03-31/functions/function/invocations", cmd: cmd, exited: make(chan struct{}), output: &syncBuffer{}}
 	out := o.Output
 	if out == nil {
 		out = r.output

@@ -1,0 +1,96 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/idemkeys/idem/pkg/idem"
+)
+
+// SAMLocalEnv is the variable the SAM CLI sets to "true" in the containers
+// of sam local invoke and sam local start-api. Lambda never sets it, and
+// template.yaml must not (a test holds it to that).
+const SAMLocalEnv = "AWS_SAM_LOCAL"
+
+// Handler is an HTTP API function's handler, as lambda.Start takes it.
+type Handler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+
+// Serve returns the handler to start for r. Under the SAM CLI
+// (AWS_SAM_LOCAL=true, read once, now) it is r.Handle behind
+// UnverifiedClaims; everywhere else it is r.Handle itself, and a request
+// without verified claims is refused (401).
+func Serve(r Routes, claim string, log *slog.Logger) Handler {
+	if os.Getenv(SAMLocalEnv) != "true" {
+		return r.Handle
+	}
+	return UnverifiedClaims(r.Handle, claim, log)
+}
+
+// UnverifiedClaims fills the claims of a request that carries none from its
+// bearer token, WITHOUT checking the token's signature, issuer, audience or
+// expiry, then calls h. It is for the SAM CLI only: sam local start-api does
+// not run an HTTP API's JWT authorizer (it logs "Authorizer ... with type
+// 'JWT' is currently not supported", aws-sam-cli #6550 and #2833) and passes
+// the request on without requestContext.authorizer, which would make every
+// route answer 401. Claims that an authorizer verified are never replaced;
+// a request without a token, or whose token has no claim, goes on as it
+// came (and gets 401). The first request it fills is logged at WARN, once
+// per process, naming the claim, never the token or the claims' values.
+func UnverifiedClaims(h Handler, claim string, log *slog.Logger) Handler {
+	if claim == "" {
+		claim = "sub"
+	}
+	var once sync.Once
+	return func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		if a := req.RequestContext.Authorizer; a == nil || a.JWT == nil || len(a.JWT.Claims) == 0 {
+			if claims := bearerClaims(req.Headers); claims[claim] != "" {
+				once.Do(func() {
+					log.Warn("UNVERIFIED IDENTITY: "+SAMLocalEnv+"=true and the request carries no verified claims, "+
+						"so the scope is taken from the bearer token's claim without verifying the token: "+
+						"sam local start-api does not run the HTTP API's JWT authorizer (aws-sam-cli #6550, #2833). "+
+						"Deployed, API Gateway verifies every token; never set "+SAMLocalEnv+" on a deployed function.",
+						"claim", claim)
+				})
+				req.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+					JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: claims},
+				}
+			}
+		}
+		return h(ctx, req)
+	}
+}
+
+// bearerClaims decodes the payload of the Authorization header's bearer
+// token, unverified, into claims as API Gateway passes them: every value a
+// string. Anything that is not a readable JWT gives none.
+func bearerClaims(headers map[string]string) map[string]string {
+	h, _ := idem.HeaderValue(headers, "Authorization")
+	scheme, raw, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return nil
+	}
+	parsed := jwt.MapClaims{}
+	if _, _, err := jwt.NewParser().ParseUnverified(strings.TrimSpace(raw), parsed); err != nil {
+		return nil
+	}
+	out := make(map[string]string, len(parsed))
+	for k, v := range parsed {
+		switch v := v.(type) {
+		case string:
+			out[k] = v
+		case float64:
+			out[k] = strconv.FormatFloat(v, 'f', -1, 64)
+		default:
+			out[k] = fmt.Sprint(v)
+		}
+	}
+	return out
+}
