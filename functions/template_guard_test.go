@@ -9,6 +9,8 @@ import (
 	"github.com/awslabs/goformation/v7"
 	"github.com/awslabs/goformation/v7/cloudformation"
 	"github.com/awslabs/goformation/v7/intrinsics"
+
+	"github.com/idemkeys/idem/local/dynamo"
 )
 
 // parse reads template.yaml with goformation, its parameters overridden by
@@ -17,6 +19,10 @@ func parse(t *testing.T, params map[string]any) *cloudformation.Template {
 	t.Helper()
 	path, _ := load(t)
 	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err = dynamo.ForGoformation(raw)
 	if err != nil {
 		t.Fatal(err)
 	}

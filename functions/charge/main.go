@@ -61,7 +61,7 @@ func newServer(ctx context.Context) (*server, error) {
 		}
 		secret = aws.ToString(out.Parameter.Value)
 	}
-	store, err := app.Store(db, log, func(o *idem.Options) { o.Metrics = app.NewEMF(os.Stdout, "charge") })
+	store, err := app.Store(ctx, db, log, func(o *idem.Options) { o.Metrics = app.NewEMF(os.Stdout, "charge") })
 	if err != nil {
 		return nil, err
 	}

@@ -42,7 +42,7 @@ func newServer(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := app.Store(db, log, func(o *idem.Options) { o.Metrics = app.NewEMF(os.Stdout, "order") })
+	store, err := app.Store(ctx, db, log, func(o *idem.Options) { o.Metrics = app.NewEMF(os.Stdout, "order") })
 	if err != nil {
 		return nil, err
 	}
