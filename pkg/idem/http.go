@@ -64,7 +64,7 @@ var notReplayed = map[string]bool{
 }
 
 // TransientError is a failure the client should retry: the handler returns
-// it, the key is released and nothing is stored, and the adapter answers
+// it, the lease is lapsed and nothing is stored, and the adapter answers
 // StatusCode (a 5xx) with Retry-After.
 type TransientError struct {
 	StatusCode int
@@ -292,6 +292,11 @@ func errorToHTTP(err error) events.APIGatewayV2HTTPResponse {
 	case errors.Is(err, ErrResponseTooLarge), errors.Is(err, ErrItemTooLarge),
 		errors.Is(err, ErrTooManyWrites), errors.Is(err, ErrTransactionTooLarge):
 		return ErrorResponse(http.StatusInternalServerError, "result_too_large", "the result exceeds what can be stored; nothing was done")
+	case errors.Is(err, ErrInvalidWrite):
+		// A definite refusal of the operation's writes (two actions on one
+		// item, say): nothing was done, and the same writes would be
+		// refused again, so this is no "retry is safe" 503.
+		return ErrorResponse(http.StatusInternalServerError, "invalid_write", "the operation's writes cannot be committed; nothing was done")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		r := ErrorResponse(http.StatusServiceUnavailable, "timeout", "the request ran out of time; retry with the same Idempotency-Key")
 		r.Headers["Retry-After"] = "1"
