@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/local/dynamo"
 )
 
 // parse reads template.yaml with goformation, its parameters overridden by
@@ -20,6 +21,10 @@ func parse(t *testing.T, params map[string]any) *cloudformation.Template {
 	t.Helper()
 	path, _ := load(t)
 	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err = dynamo.ForGoformation(raw)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,16 +66,16 @@ func TestOnlyTheIdempotencyTableExpiresItems(t *testing.T) {
 // grant exactly this. TransactWriteItems is authorised per action inside it.
 var needs = map[string]map[string][]string{
 	"ChargeFunction": {
-		"IdempotencyTable": {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+		"IdempotencyTable": {"dynamodb:DeleteItem", "dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
 		// The commit deletes the attempt marker (functions/charge/settle.go).
 		"ChargesTable": {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem"},
 	},
 	"OrderFunction": {
-		"IdempotencyTable": {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+		"IdempotencyTable": {"dynamodb:DeleteItem", "dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
 		"OrdersTable":      {"dynamodb:GetItem", "dynamodb:PutItem"},
 	},
 	"OrderStatsFunction": {
-		"IdempotencyTable": {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+		"IdempotencyTable": {"dynamodb:DeleteItem", "dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
 		"OrderStatsTable":  {"dynamodb:UpdateItem"},
 		// What polling a queue takes, on its own queue only.
 		"OrderEventsQueue": {"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"},

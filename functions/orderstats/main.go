@@ -40,7 +40,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	store, err := app.Store(db, log, func(o *idem.Options) { o.TTL = MarkerTTL })
+	store, err := app.Store(ctx, db, log, func(o *idem.Options) { o.TTL, o.Metrics = MarkerTTL, app.NewEMF(os.Stdout, "orderstats") })
 	if err != nil {
 		return err
 	}

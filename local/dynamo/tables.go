@@ -47,7 +47,14 @@ func FindTemplate(dir string) (string, error) {
 // TemplateTables reads the AWS::DynamoDB::Table resources of a template,
 // ordered by logical id.
 func TemplateTables(templatePath string) ([]Table, error) {
-	tpl, err := goformation.Open(templatePath)
+	raw, err := os.ReadFile(templatePath)
+	if err != nil {
+		return nil, err
+	}
+	if raw, err = ForGoformation(raw); err != nil {
+		return nil, err
+	}
+	tpl, err := goformation.ParseYAML(raw)
 	if err != nil {
 		return nil, fmt.Errorf("parse %s: %w", templatePath, err)
 	}

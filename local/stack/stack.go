@@ -110,7 +110,11 @@ func Load(path string) (*Template, error) {
 			return nil
 		},
 	}}
-	tpl, err := goformation.ParseYAMLWithOptions(raw, resolve)
+	known, err := dynamo.ForGoformation(raw)
+	if err != nil {
+		return nil, err
+	}
+	tpl, err := goformation.ParseYAMLWithOptions(known, resolve)
 	if err != nil {
 		return nil, fmt.Errorf("parse %s: %w", path, err)
 	}

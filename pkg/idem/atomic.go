@@ -43,7 +43,7 @@ func (s *Store) DoAtomic(ctx context.Context, req Request, work Work) (Result, e
 				o = s.settle(ctx, cp.pk, cp.token, o.err)
 			}
 			if !o.lost {
-				return c.finish(o, "failed")
+				return c.finish(o, OutcomeFailed)
 			}
 			seen = o.seen
 		case stepBusy:

@@ -52,6 +52,7 @@ type call struct {
 	log       *slog.Logger
 	claims    int
 	waitUntil time.Time
+	leaseFrom int64 // when the lease was won, epoch ms by the Store's clock; 0: none
 }
 
 func (s *Store) newCall(ctx context.Context, req Request, path string) (*call, error) {
@@ -75,9 +76,11 @@ func (c *call) contend(seen *record) error {
 func (c *call) answer(st step, seen *record) (Result, error) {
 	if st == stepReplay {
 		c.log.Info("idem", "outcome", "replayed", "status", seen.response().StatusCode)
+		c.observe(OutcomeReplayed)
 		return Result{Response: seen.response(), Replayed: true}, nil
 	}
 	c.log.Info("idem", "outcome", "fingerprint_mismatch")
+	c.observe(OutcomeMismatch)
 	return Result{}, fmt.Errorf("%w (first used at %s)", ErrFingerprintMismatch, time.UnixMilli(seen.CreatedAt).UTC().Format(time.RFC3339))
 }
 
@@ -105,20 +108,24 @@ func (c *call) busy(seen *record) error {
 		}
 	}
 	c.log.Info("idem", "outcome", "in_progress")
+	c.observe(OutcomeInProgress)
 	return &InProgressError{RetryAfter: retry}
 }
 
-// finish logs and returns what a commit came to; failed names a failure in
-// the logs ("lapsed" where the lease was handed back).
-func (c *call) finish(o outcome, failed string) (Result, error) {
+// finish logs, reports and returns what a commit came to; failed names a
+// failure (OutcomeLapsed where the lease was handed back).
+func (c *call) finish(o outcome, failed Outcome) (Result, error) {
 	switch {
 	case o.lost:
 		c.log.Warn("idem", "outcome", "fenced")
+		c.observe(OutcomeFenced)
 		return Result{}, ErrLeaseLost
 	case o.err != nil:
-		c.log.Warn("idem", "outcome", failed, "error", o.err.Error())
+		c.log.Warn("idem", "outcome", string(failed), "error", o.err.Error())
+		c.observe(failed)
 		return Result{}, o.err
 	}
 	c.log.Info("idem", "outcome", "executed", "status", o.res.Response.StatusCode)
+	c.observe(OutcomeExecuted)
 	return o.res, nil
 }

@@ -93,6 +93,9 @@ type Options struct {
 	// Logger receives one line per outcome (default: none). It never gets
 	// the key, the body or the response; only the scope and KeyHash.
 	Logger *slog.Logger
+	// Metrics receives each call's outcome and the lease time its work
+	// used (default: none). See Outcome.
+	Metrics Metrics
 }
 
 // Store runs operations exactly once per (scope, key) against one DynamoDB

@@ -29,9 +29,11 @@ const condLease = "#status = :in_progress AND lease_token = :mine"
 
 // run executes the work under the lease and commits what it produced.
 func (s *Store) run(ctx context.Context, c *call, l *lease, work Work) (res Result, err error) {
+	c.leaseFrom = l.until - l.duration.Milliseconds()
 	workCtx, cancel, err := s.workContext(ctx, l)
 	if err != nil {
 		s.lapse(ctx, l.pk, l.token)
+		c.observe(OutcomeLapsed)
 		return Result{}, err
 	}
 	defer cancel()
@@ -49,6 +51,7 @@ func (s *Store) run(ctx context.Context, c *call, l *lease, work Work) (res Resu
 	if err != nil {
 		s.lapse(ctx, l.pk, l.token)
 		c.log.Warn("idem", "outcome", "lapsed", "error", err.Error())
+		c.observe(OutcomeLapsed)
 		return Result{}, err
 	}
 	o := s.commit(ctx, s.completion(l, tx.writes), resp)
@@ -58,7 +61,7 @@ func (s *Store) run(ctx context.Context, c *call, l *lease, work Work) (res Resu
 	case o.err != nil:
 		s.lapse(ctx, l.pk, l.token)
 	}
-	return c.finish(o, "lapsed")
+	return c.finish(o, OutcomeLapsed)
 }
 
 // workContext ends at the lease's end as written to the record, less the

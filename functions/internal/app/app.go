@@ -152,9 +152,15 @@ func GetOwn(ctx context.Context, req events.APIGatewayV2HTTPRequest, db Reader, 
 // logging to log. IDEM_LEASE, when set (a Go duration such as "3s"),
 // shortens the lease, so that a local demonstration of a crash need not wait
 // out the default; the lease is cut to the Lambda's deadline in any case.
-func Store(db idem.DynamoDBAPI, log *slog.Logger, optFns ...func(*idem.Options)) (*idem.Store, error) {
+// It refuses to start on a global table (idem.CheckSingleRegion): one
+// DescribeTable call at cold start.
+func Store(ctx context.Context, db *dynamodb.Client, log *slog.Logger, optFns ...func(*idem.Options)) (*idem.Store, error) {
 	table, err := Env("IDEMPOTENCY_TABLE")
 	if err != nil {
+		return nil, err
+	}
+	// A global table breaks the guarantee: refuse to start on one.
+	if err := idem.CheckSingleRegion(ctx, db, table); err != nil {
 		return nil, err
 	}
 	var lease time.Duration

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkeys/idem/pkg/idem"
+)
+
+// tableAPI is what check describes; idem.DynamoDBAPI stays the record calls.
+type tableAPI interface {
+	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
+	DescribeContinuousBackups(ctx context.Context, in *dynamodb.DescribeContinuousBackupsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeContinuousBackupsOutput, error)
+}
+
+// finding is one line of check: what was checked, and what is wrong ("": nothing).
+type finding struct{ what, problem string }
+
+// check describes the table and prints one line per requirement; it exits
+// 1 if any fails.
+func check(ctx context.Context, db tableAPI, table string, w io.Writer) int {
+	name := aws.String(table)
+	t, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: name})
+	if err != nil {
+		fmt.Fprintln(w, "FAIL describe table:", err)
+		return 1
+	}
+	ttl, err := db.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: name})
+	if err != nil {
+		fmt.Fprintln(w, "FAIL describe TTL:", err)
+		return 1
+	}
+	backups, err := db.DescribeContinuousBackups(ctx, &dynamodb.DescribeContinuousBackupsInput{TableName: name})
+	if err != nil {
+		fmt.Fprintln(w, "FAIL describe backups:", err)
+		return 1
+	}
+	code := 0
+	for _, f := range findings(t.Table, ttl.TimeToLiveDescription, backups.ContinuousBackupsDescription) {
+		if f.problem == "" {
+			fmt.Fprintln(w, "ok  ", f.what)
+			continue
+		}
+		fmt.Fprintf(w, "FAIL %s: %s\n", f.what, f.problem)
+		code = 1
+	}
+	return code
+}
+
+func findings(t *types.TableDescription, ttl *types.TimeToLiveDescription, b *types.ContinuousBackupsDescription) []finding {
+	var out []finding
+	add := func(what, problem string) { out = append(out, finding{what, problem}) }
+
+	key := fmt.Sprintf("key schema %v", keyNames(t))
+	if len(t.KeySchema) != 1 || aws.ToString(t.KeySchema[0].AttributeName) != idem.AttrPK || attrType(t, idem.AttrPK) != types.ScalarAttributeTypeS {
+		add(key, "want only the hash key "+idem.AttrPK+" (string)")
+	} else {
+		add("hash key "+idem.AttrPK+" (string)", "")
+	}
+	if ttl == nil || ttl.TimeToLiveStatus != types.TimeToLiveStatusEnabled || aws.ToString(ttl.AttributeName) != idem.AttrExpiresAt {
+		add("TTL on "+idem.AttrExpiresAt, "not enabled: expired records are never deleted (the protocol still ignores them)")
+	} else {
+		add("TTL on "+idem.AttrExpiresAt, "")
+	}
+	if t.BillingModeSummary == nil || t.BillingModeSummary.BillingMode != types.BillingModePayPerRequest {
+		add("on-demand billing", "provisioned: a burst of retries is throttled, and a throttled commit is a 5xx")
+	} else {
+		add("on-demand billing", "")
+	}
+	if b == nil || b.PointInTimeRecoveryDescription == nil || b.PointInTimeRecoveryDescription.PointInTimeRecoveryStatus != types.PointInTimeRecoveryStatusEnabled {
+		add("point-in-time recovery", "off: a lost table forgets every key, and every retry runs its work again")
+	} else {
+		add("point-in-time recovery", "")
+	}
+	add("single Region (not a global table)", idem.ReplicaProblem(t))
+	return out
+}
+
+func keyNames(t *types.TableDescription) []string {
+	var names []string
+	for _, k := range t.KeySchema {
+		names = append(names, aws.ToString(k.AttributeName)+" "+string(k.KeyType))
+	}
+	return names
+}
+
+func attrType(t *types.TableDescription, name string) types.ScalarAttributeType {
+	for _, a := range t.AttributeDefinitions {
+		if aws.ToString(a.AttributeName) == name {
+			return a.AttributeType
+		}
+	}
+	return ""
+}

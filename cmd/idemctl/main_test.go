@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkeys/idem/local/dynamotest"
+	"github.com/idemkeys/idem/pkg/idem"
+)
+
+func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
+
+type ctl struct {
+	t     *testing.T
+	db    *dynamodb.Client
+	table string
+}
+
+func newCtl(t *testing.T) *ctl {
+	db := dynamotest.Client(t)
+	return &ctl{t: t, db: db, table: dynamotest.Table(t, db, "IdempotencyTable")}
+}
+
+// run runs idemctl with args on the test's table; it returns the exit
+// code, stdout and stderr.
+func (c *ctl) run(args ...string) (int, string, string) {
+	var out, errs bytes.Buffer
+	dial := func(context.Context, string) (client, error) { return c.db, nil }
+	args = append([]string{args[0], "-table", c.table, "-operator", "ops-alice"}, args[1:]...)
+	code := run(context.Background(), args, dial, &out, &errs)
+	return code, out.String(), errs.String()
+}
+
+func (c *ctl) do(scope, key string, work idem.Work) error {
+	s, err := idem.New(c.db, c.table)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	fp, _ := idem.Fingerprint("POST", "/orders", []byte(`{}`), true)
+	_, err = s.Do(context.Background(), idem.Request{Scope: scope, Key: key, Fingerprint: fp}, work)
+	return err
+}
+
+func created(context.Context, *idem.Tx) (idem.Response, error) {
+	return idem.Response{StatusCode: 201, Body: []byte(`{"id":"o-1"}`)}, nil
+}
+
+func TestShowPrintsTheRecordAndTheBodyOnlyWhenAsked(t *testing.T) {
+	c := newCtl(t)
+	if err := c.do("alice", "k-1", created); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := c.run("show", "-scope", "alice", "-key", "k-1")
+	for _, want := range []string{"status:     COMPLETED", "attempts:   1", "stored:     201 (12 bytes)", "key_hash:   " + idem.KeyHash("alice", "k-1")} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("show = %d\n%s\nwant %q", code, out, want)
+		}
+	}
+	if strings.Contains(out, "o-1") {
+		t.Fatalf("the body was shown without -body:\n%s", out)
+	}
+	if _, out, _ := c.run("show", "-scope", "alice", "-key", "k-1", "-body"); !strings.Contains(out, `{"id":"o-1"}`) {
+		t.Fatalf("show -body:\n%s", out)
+	}
+	if code, _, errs := c.run("show", "-scope", "alice", "-key", "nope"); code != 1 || !strings.Contains(errs, "no record") {
+		t.Fatalf("unknown key = %d %s", code, errs)
+	}
+}
+
+func TestLapseAndDeleteAreRefusedOrLoggedAsTheyShouldBe(t *testing.T) {
+	c := newCtl(t)
+	var inProgress string
+	c.do("bob", "k-1", func(context.Context, *idem.Tx) (idem.Response, error) {
+		_, inProgress, _ = c.run("show", "-scope", "bob", "-key", "k-1")
+		code, out, errs := c.run("delete", "-scope", "bob", "-key", "k-1", "-completed", "-reason", "x")
+		if code != 1 || !strings.Contains(errs, "not completed") {
+			t.Errorf("delete in progress = %d %s %s", code, out, errs)
+		}
+		if code, _, errs := c.run("lapse", "-scope", "bob", "-key", "k-1", "-reason", "holder's Lambda timed out"); code != 0 {
+			t.Errorf("lapse = %d %s", code, errs)
+		}
+		return idem.Response{StatusCode: 201}, nil
+	})
+	if !strings.Contains(inProgress, "status:     IN_PROGRESS") {
+		t.Fatalf("show while in progress:\n%s", inProgress)
+	}
+	if code, _, errs := c.run("lapse", "-scope", "bob", "-key", "k-1", "-reason", "again"); code != 1 || !strings.Contains(errs, "completed") {
+		t.Fatalf("lapse of a completed key = %d %s", code, errs)
+	}
+	if code, _, _ := c.run("delete", "-scope", "bob", "-key", "k-1", "-reason", "resend"); code != 2 {
+		t.Fatalf("delete without -completed = %d, want 2", code)
+	}
+	code, _, errs := c.run("delete", "-scope", "bob", "-key", "k-1", "-completed", "-reason", "customer asked to resend")
+	if code != 0 {
+		t.Fatalf("delete = %d %s", code, errs)
+	}
+	var line map[string]any
+	lines := strings.Split(strings.TrimSpace(errs), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &line); err != nil {
+		t.Fatalf("log %q: %v", errs, err)
+	}
+	if line["action"] != "delete" || line["reason"] != "customer asked to resend" || line["operator"] != "ops-alice" {
+		t.Fatalf("log line %v", line)
+	}
+	if code, _, _ := c.run("show", "-scope", "bob", "-key", "k-1"); code != 1 {
+		t.Fatalf("show after delete = %d, want 1", code)
+	}
+}
+
+func TestCheckFlagsWhatTheTableLacks(t *testing.T) {
+	c := newCtl(t)
+	code, out, _ := c.run("check")
+	if code != 1 || !strings.Contains(out, "FAIL point-in-time recovery") || !strings.Contains(out, "ok   TTL on expires_at") || !strings.Contains(out, "ok   single Region") {
+		t.Fatalf("check without PITR = %d\n%s", code, out)
+	}
+	if _, err := c.db.UpdateContinuousBackups(context.Background(), &dynamodb.UpdateContinuousBackupsInput{
+		TableName:                        aws.String(c.table),
+		PointInTimeRecoverySpecification: &types.PointInTimeRecoverySpecification{PointInTimeRecoveryEnabled: aws.Bool(true)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := c.run("check"); code != 0 || strings.Contains(out, "FAIL") {
+		t.Fatalf("check of a table as the template makes it = %d\n%s", code, out)
+	}
+}
+
+func TestCheckFlagsAGlobalTable(t *testing.T) {
+	global := &types.TableDescription{
+		KeySchema:              []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+		AttributeDefinitions:   []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+		BillingModeSummary:     &types.BillingModeSummary{BillingMode: types.BillingModePayPerRequest},
+		Replicas:               []types.ReplicaDescription{{RegionName: aws.String("us-east-1")}, {RegionName: aws.String("eu-west-1")}},
+		MultiRegionConsistency: types.MultiRegionConsistencyEventual,
+	}
+	var failed []string
+	for _, f := range findings(global, nil, nil) {
+		if f.problem != "" {
+			failed = append(failed, f.what)
+		}
+	}
+	if strings.Join(failed, ",") != "TTL on expires_at,point-in-time recovery,single Region (not a global table)" {
+		t.Fatalf("failed %v", failed)
+	}
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemkeys/idem/functions/internal/apitest"
+	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/local/dynamotest"
+	"github.com/idemkeys/idem/pkg/idem"
+)
+
+// syncBuffer is stdout as the function shares it: written from the
+// request's goroutine, read by the test after.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func TestOrderOutcomesAreEmittedAsEMFLines(t *testing.T) {
+	raw := dynamotest.Client(t)
+	idemTable := dynamotest.Table(t, raw, "IdempotencyTable")
+	orders := dynamotest.Table(t, raw, "OrdersTable")
+	var out syncBuffer
+	store, err := idem.New(raw, idemTable, func(o *idem.Options) { o.Metrics = app.NewEMF(&out, "order") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &server{store: store, db: raw, table: orders, scopeClaim: "sub", log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now}
+	c := apitest.Caller{T: t, Routes: apitest.Function(t, "OrderFunction").Routes, Handle: s.routes()}
+
+	c.Call("POST", "/orders", "alice", "k-1", tea)
+	c.Call("POST", "/orders", "alice", "k-1", tea)
+	c.Call("POST", "/orders", "alice", "k-1", `{"items":[{"sku":"tea","quantity":3}]}`)
+
+	docs := apitest.EMF(t, out.buf.Bytes())
+	var got []string
+	for _, d := range docs {
+		if d[app.DimFunction] != "order" || d[app.MetricCalls] != 1.0 {
+			t.Fatalf("line %v", d)
+		}
+		got = append(got, d[app.DimOutcome].(string))
+	}
+	want := []string{"executed", "replayed", "mismatch"}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+		t.Fatalf("outcomes %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,163 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// The operator's errors.
+var (
+	// ErrNoRecord: the table holds no live record for the key.
+	ErrNoRecord = errors.New("idem: no record for this key")
+	// ErrCompleted: the key is completed; a lapse would undo nothing and is
+	// refused.
+	ErrCompleted = errors.New("idem: the key is completed")
+	// ErrNotCompleted: only a completed key may be deleted; one in progress
+	// is lapsed instead, so that it stays bound to its request.
+	ErrNotCompleted = errors.New("idem: the key is not completed")
+	// ErrRecordChanged: the record is no longer the one the operator read
+	// (another attempt took it over or completed it); read it again.
+	ErrRecordChanged = errors.New("idem: the record changed since it was read")
+	// ErrNoReason: a change to a record needs a reason, for the log.
+	ErrNoReason = errors.New("idem: a change needs a reason")
+)
+
+// KeyRecord is a key's record as an operator sees it. Inspect returns it;
+// Lapse and Delete act on exactly the record it was read as.
+type KeyRecord struct {
+	Scope, Key, KeyHash string
+	Status              string // StatusInProgress or StatusCompleted
+	Attempts            int
+	LeaseUntil          time.Time // zero once lapsed
+	ExpiresAt           time.Time // when TTL may delete it
+	CreatedAt           time.Time
+	CompletedAt         time.Time // zero while in progress
+	// Response is the stored response; nil while in progress.
+	Response *Response
+
+	pk, token string
+}
+
+// LeaseLeft is how long the holder's lease still runs at now; 0 if over.
+func (r *KeyRecord) LeaseLeft(now time.Time) time.Duration {
+	if r.Status != StatusInProgress || !r.LeaseUntil.After(now) {
+		return 0
+	}
+	return r.LeaseUntil.Sub(now)
+}
+
+// Inspect reads the record of (scope, key) with a consistent read. An
+// expired record, which TTL has not deleted yet, is no record.
+func (s *Store) Inspect(ctx context.Context, scope, key string) (*KeyRecord, error) {
+	if err := validateScope(scope); err != nil {
+		return nil, err
+	}
+	if err := ValidateKey(key); err != nil {
+		return nil, err
+	}
+	r, err := s.read(ctx, recordPK(scope, key))
+	if err != nil {
+		return nil, err
+	}
+	if r == nil || r.expired(s.opts.Clock()) {
+		return nil, ErrNoRecord
+	}
+	return keyRecord(r), nil
+}
+
+func keyRecord(r *record) *KeyRecord {
+	k := &KeyRecord{
+		Scope: r.Scope, Key: r.Key, KeyHash: KeyHash(r.Scope, r.Key), Status: r.Status, Attempts: r.Attempts,
+		ExpiresAt: time.Unix(r.ExpiresAt, 0), CreatedAt: time.UnixMilli(r.CreatedAt),
+		pk: r.PK, token: r.LeaseToken,
+	}
+	if r.LeaseUntil > 0 {
+		k.LeaseUntil = time.UnixMilli(r.LeaseUntil)
+	}
+	if r.CompletedAt > 0 {
+		k.CompletedAt = time.UnixMilli(r.CompletedAt)
+	}
+	if r.Response != nil {
+		resp := r.response()
+		k.Response = &resp
+	}
+	return k
+}
+
+// Lapse ends the lease of an in-progress key whose holder is known dead,
+// as the protocol's own lapse does after a failure: fenced on the lease
+// token rec was read with, it sets lease_until to 0 and keeps the key bound
+// to its request, whose next retry takes it over at once. If the holder was
+// alive after all, its commit still lands unless a retry takes over first,
+// and then it is fenced: nothing runs twice. A completed key is refused
+// with ErrCompleted; a record taken over since it was read, with
+// ErrRecordChanged. The change is logged with reason.
+func (s *Store) Lapse(ctx context.Context, rec *KeyRecord, reason string) error {
+	if reason == "" {
+		return ErrNoReason
+	}
+	if rec.Status == StatusCompleted {
+		return ErrCompleted
+	}
+	lapsed, found, err := s.lapse(ctx, rec.pk, rec.token)
+	switch {
+	case err != nil:
+		return err
+	case !lapsed && found == nil:
+		return ErrNoRecord
+	case !lapsed && found.Status == StatusCompleted && found.LeaseToken == rec.token:
+		return ErrCompleted // its holder committed before the lapse
+	case !lapsed:
+		return ErrRecordChanged
+	}
+	s.opts.Logger.Warn("idem admin", "action", "lapse", "scope", rec.Scope, "key_hash", rec.KeyHash, "attempts", rec.Attempts, "reason", reason)
+	return nil
+}
+
+// condCompletedAsRead deletes only the completed record the operator read:
+// the lease token is the record's version, new with every claim.
+const condCompletedAsRead = "#status = :completed AND lease_token = :mine"
+
+// Delete removes a completed key, so that the key may be used again for
+// another request, with reason in the log. It is refused for a key in
+// progress (ErrNotCompleted: lapse it instead) and for a record that
+// changed since rec was read (ErrRecordChanged). A replay of the deleted
+// response is then no longer possible: a retry of the original request
+// runs the work again.
+func (s *Store) Delete(ctx context.Context, rec *KeyRecord, reason string) error {
+	if reason == "" {
+		return ErrNoReason
+	}
+	if rec.Status != StatusCompleted {
+		return ErrNotCompleted
+	}
+	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                &s.table,
+		Key:                      map[string]types.AttributeValue{AttrPK: &types.AttributeValueMemberS{Value: rec.pk}},
+		ConditionExpression:      aws.String(condCompletedAsRead),
+		ExpressionAttributeNames: map[string]string{"#status": attrStatus},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":completed": &types.AttributeValueMemberS{Value: StatusCompleted},
+			":mine":      &types.AttributeValueMemberS{Value: rec.token},
+		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		if found, err := s.seen(ctx, rec.pk, ccf.Item); err != nil || found != nil {
+			return errors.Join(ErrRecordChanged, err)
+		}
+		return ErrNoRecord
+	}
+	if err != nil {
+		return fmt.Errorf("idem: delete: %w", err)
+	}
+	s.opts.Logger.Warn("idem admin", "action", "delete", "scope", rec.Scope, "key_hash", rec.KeyHash, "attempts", rec.Attempts, "reason", reason)
+	return nil
+}

@@ -1,0 +1,166 @@
+package idem_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemkeys/idem/pkg/idem"
+)
+
+func TestInspectShowsTheRecord(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.store.Inspect(ctx, "alice", "k1"); !errors.Is(err, idem.ErrNoRecord) {
+		t.Fatalf("no record: %v, want ErrNoRecord", err)
+	}
+	start := f.clock.Now()
+	if _, err := f.store.Do(ctx, req("alice", "k1", `{}`), ok); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := f.store.Inspect(ctx, "alice", "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != idem.StatusCompleted || rec.Attempts != 1 || rec.Response == nil || rec.Response.StatusCode != 201 || string(rec.Response.Body) != "{}" {
+		t.Fatalf("record %+v", rec)
+	}
+	if !rec.CreatedAt.Equal(start.Truncate(time.Millisecond)) || rec.CompletedAt.IsZero() || rec.KeyHash != idem.KeyHash("alice", "k1") {
+		t.Fatalf("times or hash: %+v", rec)
+	}
+	if left := rec.LeaseLeft(f.clock.Now()); left != 0 {
+		t.Fatalf("a completed key has %v of lease left", left)
+	}
+	f.clock.Advance(idem.MinTTL + time.Hour)
+	if _, err := f.store.Inspect(ctx, "alice", "k1"); !errors.Is(err, idem.ErrNoRecord) {
+		t.Fatalf("expired record: %v, want ErrNoRecord", err)
+	}
+}
+
+// adminLog is an operator's store whose log lines the test reads.
+func adminLog(f *fixture) (*idem.Store, *bytes.Buffer) {
+	var buf bytes.Buffer
+	return f.newStore(func(o *idem.Options) { o.Logger = slog.New(slog.NewJSONHandler(&buf, nil)) }), &buf
+}
+
+func TestLapseHandsADeadHoldersKeyToTheNextRetry(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	r := req("bob", "k1", `{}`)
+	claimed, release := make(chan struct{}), make(chan struct{})
+	holder := make(chan error, 1)
+	go func() {
+		_, err := f.store.Do(ctx, r, func(context.Context, *idem.Tx) (idem.Response, error) {
+			close(claimed)
+			<-release // "dead": it only wakes after the key has moved on
+			return idem.Response{StatusCode: 201}, nil
+		})
+		holder <- err
+	}()
+	<-claimed
+	ops, log := adminLog(f)
+	rec, err := ops.Inspect(ctx, "bob", "k1")
+	if err != nil || rec.Status != idem.StatusInProgress || rec.LeaseLeft(f.clock.Now()) <= 0 {
+		t.Fatalf("in progress: %+v %v", rec, err)
+	}
+	if err := ops.Lapse(ctx, rec, ""); !errors.Is(err, idem.ErrNoReason) {
+		t.Fatalf("lapse without a reason: %v", err)
+	}
+	if err := ops.Lapse(ctx, rec, "holder's Lambda timed out (request 42)"); err != nil {
+		t.Fatal(err)
+	}
+	f.lapsed("bob", "k1", r.Fingerprint)
+	if _, err := f.newStore().Do(ctx, r, ok); err != nil {
+		t.Fatalf("the retry after the lapse: %v, want it to take over at once", err)
+	}
+	close(release)
+	if err := <-holder; !errors.Is(err, idem.ErrLeaseLost) {
+		t.Fatalf("the holder that woke: %v, want fenced", err)
+	}
+	if err := ops.Lapse(ctx, rec, "again"); !errors.Is(err, idem.ErrCompleted) && !errors.Is(err, idem.ErrRecordChanged) {
+		t.Fatalf("lapse on a token since taken over: %v, want refused", err)
+	}
+	var line map[string]any
+	if err := json.Unmarshal(bytes.SplitN(log.Bytes(), []byte("\n"), 2)[0], &line); err != nil {
+		t.Fatal(err)
+	}
+	if line["action"] != "lapse" || line["reason"] != "holder's Lambda timed out (request 42)" || line["key_hash"] != idem.KeyHash("bob", "k1") {
+		t.Fatalf("log line %v", line)
+	}
+}
+
+func TestLapseRefusesACompletedKey(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.store.Do(ctx, req("bob", "k2", `{}`), ok); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := f.store.Inspect(ctx, "bob", "k2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.Lapse(ctx, rec, "mistake"); !errors.Is(err, idem.ErrCompleted) {
+		t.Fatalf("lapse of a completed key: %v, want ErrCompleted", err)
+	}
+	if res, err := f.store.Do(ctx, req("bob", "k2", `{}`), ok); err != nil || !res.Replayed {
+		t.Fatalf("after the refused lapse: %+v %v, want a replay", res, err)
+	}
+}
+
+func TestDeleteOnlyTheCompletedRecordAsRead(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	ops, log := adminLog(f)
+	if _, err := f.store.Do(ctx, req("carol", "k1", `{}`), ok); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := ops.Inspect(ctx, "carol", "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ops.Delete(ctx, rec, ""); !errors.Is(err, idem.ErrNoReason) {
+		t.Fatalf("delete without a reason: %v", err)
+	}
+	if err := ops.Delete(ctx, rec, "customer asked to resend, ticket 7"); err != nil {
+		t.Fatal(err)
+	}
+	if item := f.record("carol", "k1"); item != nil {
+		t.Fatalf("still there: %v", item)
+	}
+	if !strings.Contains(log.String(), `"action":"delete"`) || !strings.Contains(log.String(), "ticket 7") {
+		t.Fatalf("log %s", log)
+	}
+	// The key is used again: a new record, under a new lease token. The
+	// operator's old read must not delete it.
+	if _, err := f.store.Do(ctx, req("carol", "k1", `{"again":true}`), ok); err != nil {
+		t.Fatal(err)
+	}
+	if err := ops.Delete(ctx, rec, "stale read"); !errors.Is(err, idem.ErrRecordChanged) {
+		t.Fatalf("delete on a stale read: %v, want ErrRecordChanged", err)
+	}
+	if f.record("carol", "k1") == nil {
+		t.Fatal("the new record was deleted on a stale read")
+	}
+}
+
+func TestDeleteRefusesAKeyInProgress(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	var rec *idem.KeyRecord
+	f.store.Do(ctx, req("dave", "k1", `{}`), func(ctx context.Context, _ *idem.Tx) (idem.Response, error) {
+		var err error
+		rec, err = f.store.Inspect(ctx, "dave", "k1")
+		return idem.Response{StatusCode: 200}, err
+	})
+	if rec == nil || rec.Status != idem.StatusInProgress {
+		t.Fatalf("read in progress: %+v", rec)
+	}
+	if err := f.store.Delete(ctx, rec, "stuck"); !errors.Is(err, idem.ErrNotCompleted) {
+		t.Fatalf("delete in progress: %v, want ErrNotCompleted", err)
+	}
+}

@@ -1,0 +1,59 @@
+package idem
+
+import "time"
+
+// Outcome names what one call came to, for Metrics. The log lines carry
+// the same words in their "outcome" field (fingerprint_mismatch there for
+// OutcomeMismatch).
+type Outcome string
+
+// The outcomes a Store reports.
+const (
+	// OutcomeExecuted: the work ran and its response was committed.
+	OutcomeExecuted Outcome = "executed"
+	// OutcomeReplayed: a stored response was answered; the work did not run.
+	OutcomeReplayed Outcome = "replayed"
+	// OutcomeInProgress: another request held a live lease (409).
+	OutcomeInProgress Outcome = "in_progress"
+	// OutcomeMismatch: the key was bound to a different request (422).
+	OutcomeMismatch Outcome = "mismatch"
+	// OutcomeFenced: the lease was taken over while the work ran; nothing
+	// was committed (ErrLeaseLost). Every one of these deserves a look: the
+	// lease was shorter than the work.
+	OutcomeFenced Outcome = "fenced"
+	// OutcomeLapsed: the work or its commit failed and the lease was handed
+	// back, so that the request's retry runs the work again.
+	OutcomeLapsed Outcome = "lapsed"
+	// OutcomeFailed: DoAtomic's commit failed; nothing was written and
+	// there was no lease to hand back.
+	OutcomeFailed Outcome = "failed"
+	// OutcomeCacheHit: a response answered from a cache in front of the
+	// table, without a call to DynamoDB. The Store itself never reports it;
+	// a cache layered on it does.
+	OutcomeCacheHit Outcome = "cache_hit"
+)
+
+// Metrics receives one observation per call that reached an outcome. Any
+// metrics library fits behind it; it is called on the request's goroutine,
+// so it must be quick and safe for concurrent use.
+//
+// leaseUsed is how long the lease had been held when the call ended: from
+// the claim to the commit (executed, fenced) or to the lapse. It is 0 for
+// outcomes that held no lease (replayed, in progress, mismatch, DoAtomic's).
+type Metrics interface {
+	Observe(outcome Outcome, leaseUsed time.Duration)
+}
+
+// observe reports an outcome, if anyone listens. With no Metrics set it
+// costs a nil check and allocates nothing.
+func (c *call) observe(o Outcome) {
+	m := c.s.opts.Metrics
+	if m == nil {
+		return
+	}
+	var used time.Duration
+	if c.leaseFrom != 0 {
+		used = time.Duration(c.s.opts.Clock().UnixMilli()-c.leaseFrom) * time.Millisecond
+	}
+	m.Observe(o, used)
+}

@@ -1,0 +1,115 @@
+package idem_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemkeys/idem/pkg/idem"
+)
+
+// recorder is a Metrics that keeps what it was told.
+type recorder struct {
+	mu   sync.Mutex
+	seen []idem.Outcome
+	used []time.Duration
+}
+
+func (r *recorder) Observe(o idem.Outcome, used time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seen, r.used = append(r.seen, o), append(r.used, used)
+}
+
+func (r *recorder) last() (idem.Outcome, time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.seen) == 0 {
+		return "", 0
+	}
+	return r.seen[len(r.seen)-1], r.used[len(r.used)-1]
+}
+
+func ok(context.Context, *idem.Tx) (idem.Response, error) {
+	return idem.Response{StatusCode: 201, Body: []byte("{}")}, nil
+}
+
+func TestMetricsReportEachOutcomeAndTheLeaseTimeUsed(t *testing.T) {
+	m := &recorder{}
+	f := newFixture(t, func(o *idem.Options) { o.Metrics = m })
+	ctx := context.Background()
+	r := req("alice", "k1", `{"n":1}`)
+
+	slow := func(context.Context, *idem.Tx) (idem.Response, error) {
+		f.clock.Advance(1500 * time.Millisecond)
+		return idem.Response{StatusCode: 201}, nil
+	}
+	if _, err := f.store.Do(ctx, r, slow); err != nil {
+		t.Fatal(err)
+	}
+	if o, used := m.last(); o != idem.OutcomeExecuted || used != 1500*time.Millisecond {
+		t.Fatalf("first call: %q after %v, want executed after 1.5s", o, used)
+	}
+	if _, err := f.store.Do(ctx, r, ok); err != nil {
+		t.Fatal(err)
+	}
+	if o, used := m.last(); o != idem.OutcomeReplayed || used != 0 {
+		t.Fatalf("repeat: %q after %v, want replayed, no lease", o, used)
+	}
+	if _, err := f.store.Do(ctx, req("alice", "k1", `{"n":2}`), ok); !errors.Is(err, idem.ErrFingerprintMismatch) {
+		t.Fatal(err)
+	}
+	if o, _ := m.last(); o != idem.OutcomeMismatch {
+		t.Fatalf("other request: %q, want mismatch", o)
+	}
+
+	boom := errors.New("provider down")
+	fail := func(context.Context, *idem.Tx) (idem.Response, error) { return idem.Response{}, boom }
+	if _, err := f.store.Do(ctx, req("alice", "k2", `{}`), fail); !errors.Is(err, boom) {
+		t.Fatal(err)
+	}
+	if o, _ := m.last(); o != idem.OutcomeLapsed {
+		t.Fatalf("failed work: %q, want lapsed", o)
+	}
+}
+
+func TestMetricsReportInProgressAndFenced(t *testing.T) {
+	m := &recorder{}
+	f := newFixture(t, func(o *idem.Options) { o.Metrics = m; o.Lease = 10 * time.Second })
+	ctx := context.Background()
+	r := req("bob", "k1", `{}`)
+	other := f.newStore(func(o *idem.Options) { o.Lease = 10 * time.Second })
+
+	slow := func(context.Context, *idem.Tx) (idem.Response, error) {
+		if _, err := other.Do(ctx, r, ok); !errors.Is(err, idem.ErrInProgress) {
+			t.Errorf("duplicate under a live lease: %v, want ErrInProgress", err)
+		}
+		f.clock.Advance(11 * time.Second) // the lease runs out; a retry takes over and commits
+		if _, err := other.Do(ctx, r, ok); err != nil {
+			t.Errorf("takeover: %v", err)
+		}
+		return idem.Response{StatusCode: 201}, nil
+	}
+	if _, err := f.store.Do(ctx, r, slow); !errors.Is(err, idem.ErrLeaseLost) {
+		t.Fatalf("slow holder: %v, want ErrLeaseLost", err)
+	}
+	if o, used := m.last(); o != idem.OutcomeFenced || used != 11*time.Second {
+		t.Fatalf("slow holder: %q after %v, want fenced after 11s", o, used)
+	}
+
+	m2 := &recorder{}
+	busy := f.newStore(func(o *idem.Options) { o.Metrics = m2 })
+	hold := func(context.Context, *idem.Tx) (idem.Response, error) {
+		_, err := busy.Do(ctx, req("bob", "k2", `{}`), ok)
+		return idem.Response{StatusCode: 200}, err
+	}
+	if _, err := f.store.Do(ctx, req("bob", "k2", `{}`), hold); !errors.Is(err, idem.ErrInProgress) {
+		t.Fatalf("work that met its own key in progress: %v", err)
+	}
+	if !slices.Equal(m2.seen, []idem.Outcome{idem.OutcomeInProgress}) {
+		t.Fatalf("duplicate: %v, want [in_progress]", m2.seen)
+	}
+}
