@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -78,7 +79,7 @@ func TestShowPrintsTheRecordAndTheBodyOnlyWhenAsked(t *testing.T) {
 func TestLapseAndDeleteAreRefusedOrLoggedAsTheyShouldBe(t *testing.T) {
 	c := newCtl(t)
 	var inProgress string
-	c.do("bob", "k-1", func(context.Context, *idem.Tx) (idem.Response, error) {
+	err := c.do("bob", "k-1", func(context.Context, *idem.Tx) (idem.Response, error) {
 		_, inProgress, _ = c.run("show", "-scope", "bob", "-key", "k-1")
 		code, out, errs := c.run("delete", "-scope", "bob", "-key", "k-1", "-completed", "-reason", "x")
 		if code != 1 || !strings.Contains(errs, "not completed") {
@@ -91,6 +92,15 @@ func TestLapseAndDeleteAreRefusedOrLoggedAsTheyShouldBe(t *testing.T) {
 	})
 	if !strings.Contains(inProgress, "status:     IN_PROGRESS") {
 		t.Fatalf("show while in progress:\n%s", inProgress)
+	}
+	// The operator's lapse is the protocol's: it replaced the lease token,
+	// so the holder it was told was dead is fenced if it was not, and the
+	// request's retry takes the key over at once.
+	if !errors.Is(err, idem.ErrLeaseLost) {
+		t.Fatalf("the lapsed holder's commit: %v, want ErrLeaseLost", err)
+	}
+	if err := c.do("bob", "k-1", created); err != nil {
+		t.Fatalf("the retry after the lapse: %v", err)
 	}
 	if code, _, errs := c.run("lapse", "-scope", "bob", "-key", "k-1", "-reason", "again"); code != 1 || !strings.Contains(errs, "completed") {
 		t.Fatalf("lapse of a completed key = %d %s", code, errs)
