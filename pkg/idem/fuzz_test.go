@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/idemkeys/idem/pkg/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
@@ -60,7 +61,7 @@ func FuzzParseKeyHeader(f *testing.F) {
 }
 
 // FuzzHTTPAdapter throws arbitrary headers, keys and bodies at the adapter:
-// it never panics, every answer is a JSON error with a stable code or the
+// it never panics, every answer is problem details with a stable code or the
 // handler's own, and a request it refuses (4xx) never reaches the handler.
 func FuzzHTTPAdapter(f *testing.F) {
 	f.Add("k1", `{"a":1}`, "application/json", "alice", false)
@@ -99,11 +100,22 @@ func FuzzHTTPAdapter(f *testing.F) {
 		if ran && resp.StatusCode < 500 {
 			t.Fatalf("refused with %d after the handler ran", resp.StatusCode)
 		}
-		var e struct {
-			Error struct{ Code, Message string } `json:"error"`
-		}
-		if json.Unmarshal([]byte(resp.Body), &e) != nil || e.Error.Code == "" {
-			t.Fatalf("answer %d without a JSON error code: %q", resp.StatusCode, resp.Body)
-		}
+		checkProblem(t, resp.StatusCode, resp.Headers["Content-Type"], []byte(resp.Body))
 	})
+}
+
+// checkProblem fails t unless an answer is RFC 9457 problem details with
+// every member the README promises.
+func checkProblem(t *testing.T, status int, contentType string, body []byte) {
+	t.Helper()
+	var p struct {
+		Type, Title, Detail, Code string
+		Status                    int
+	}
+	if contentType != httpapi.ContentType || json.Unmarshal(body, &p) != nil {
+		t.Fatalf("answer %d is not problem details: %s %q", status, contentType, body)
+	}
+	if p.Code == "" || p.Type != httpapi.TypeBase+p.Code || p.Title == "" || p.Status != status || p.Detail == "" {
+		t.Fatalf("answer %d lacks a problem member: %q", status, body)
+	}
 }
