@@ -93,6 +93,12 @@ type Options struct {
 	// Logger receives one line per outcome (default: none). It never gets
 	// the key, the body or the response; only the scope and KeyHash.
 	Logger *slog.Logger
+	// Cache, when both its bounds are set, keeps completed responses in the
+	// execution environment (off by default): a replay found there costs no
+	// DynamoDB call, and the fingerprint is still checked (a 422 from the
+	// cache). Only completed records are kept, never past their expires_at.
+	// Each Lambda execution environment has its own.
+	Cache CacheOptions
 }
 
 // Store runs operations exactly once per (scope, key) against one DynamoDB
@@ -101,6 +107,7 @@ type Store struct {
 	db    DynamoDBAPI
 	table string
 	opts  Options
+	cache *responseCache // nil: off
 }
 
 // tableName is DynamoDB's rule, which emulators do not all enforce.
@@ -144,7 +151,7 @@ func New(db DynamoDBAPI, table string, optFns ...func(*Options)) (*Store, error)
 	case o.TTL < MinTTL || o.TTL > MaxTTL:
 		return nil, fmt.Errorf("%w: TTL %v outside %v to %v", ErrInvalidOptions, o.TTL, MinTTL, MaxTTL)
 	}
-	return &Store{db: db, table: table, opts: o}, nil
+	return &Store{db: db, table: table, opts: o, cache: newResponseCache(o.Cache)}, nil
 }
 
 // Request identifies one logical operation.
@@ -194,6 +201,9 @@ func (s *Store) Do(ctx context.Context, req Request, work Work) (Result, error) 
 	c, err := s.newCall(ctx, req, "claim")
 	if err != nil {
 		return Result{}, err
+	}
+	if res, hit, err := c.cached(); hit {
+		return res, err
 	}
 	var seen *record
 	for {
