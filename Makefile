@@ -8,14 +8,15 @@ LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags='-s -w' -buildvcs=false
 FUNCTIONS    := charge order orderstats
 HOST_ARCH    := $(shell $(GO) env GOARCH)
 
-.PHONY: help test vet fuzz soak run demo model bench build invoke deps deploy clean
+.PHONY: help test vet fuzz soak run demo model bench bench-powertools build invoke deps deploy clean
 
 help:
 	@echo "make run     the whole API on 127.0.0.1:3000: DynamoDB engine, provider simulator, functions under the Lambda RIE"
 	@echo "make demo    a guided walk through the guarantees, against make run's stack"
 	@echo "make test    go vet and every test, on a local engine the tests start themselves"
 	@echo "make model   check the protocol's Promela model with spin, with its negative controls"
-	@echo "make bench   every figure of BENCHMARKS.md, into bin/bench/"
+	@echo "make bench   every figure of BENCHMARKS.md, into bin/bench/ (installs Powertools from npm into bin/powertools)"
+	@echo "make bench-powertools   only pkg/idem beside Powertools for AWS Lambda (TypeScript)"
 	@echo "make soak    the race storm at 1000 operations and long fuzz runs (RELIABILITY.md)"
 	@echo "make build   bootstrap binaries: bin/<fn>/bootstrap (host arch) and bin/arm64/<fn>/bootstrap"
 	@echo "make invoke  FN=charge EVENT=events/charge-create.json [TIMES=2]: run a bootstrap under the Lambda RIE against make run's stack"
@@ -38,7 +39,7 @@ test: deps vet
 # A short run of each fuzz target (seeds in pkg/idem/testdata/fuzz); make soak runs them longer.
 FUZZTIME ?= 5s
 fuzz:
-	@for f in FuzzCanonicalJSON FuzzParseKeyHeader FuzzHTTPAdapter FuzzFunctionURL FuzzRESTAPI FuzzALB FuzzMiddleware; do \
+	@for f in FuzzCanonicalJSON FuzzCanonicalJSONMatchesOld FuzzParseKeyHeader FuzzHTTPAdapter FuzzFunctionURL FuzzRESTAPI FuzzALB FuzzMiddleware; do \
 	  $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./pkg/idem || exit 1; \
 	done
 
@@ -53,11 +54,20 @@ run: deps build
 demo:
 	$(GO) run ./local/cmd/demo
 
+# Powertools for AWS Lambda (TypeScript)'s idempotency utility, pinned by
+# local/bench/powertools/package-lock.json, for the side-by-side run: from npm
+# into bin/powertools (ignored by git).
+POWERTOOLS := bin/powertools/node_modules/@aws-lambda-powertools/idempotency/package.json
+$(POWERTOOLS): local/bench/powertools/package.json local/bench/powertools/package-lock.json
+	@command -v node >/dev/null && command -v npm >/dev/null || { echo "make bench needs Node.js and npm for the Powertools comparison"; exit 1; }
+	@mkdir -p bin/powertools
+	cp local/bench/powertools/package.json local/bench/powertools/package-lock.json bin/powertools/
+	cd bin/powertools && npm ci --no-audit --no-fund
+	@touch $@
+
 # Every figure of BENCHMARKS.md, into bin/bench/ (a few minutes on two cores).
-# moto copies every table a transaction touches, so the load run is kept to
-# 900 requests on it; LOAD_REQUESTS=10000 against DynamoDB Local.
-LOAD_REQUESTS ?= 900
-bench: deps build
+LOAD_REQUESTS ?= 10000
+bench: deps build $(POWERTOOLS)
 	@mkdir -p bin/bench
 	@echo "• library overhead in process (6 runs each)"
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pkg/idem | tee bin/bench/inprocess.txt
@@ -66,9 +76,20 @@ bench: deps build
 	@echo "• cold start and size"
 	BENCH_OUT=$(CURDIR)/bin/bench/coldstart.md $(GO) test -count=1 -run 'TestColdStart$$' ./local/rie
 	@for fn in $(FUNCTIONS); do ls -l bin/arm64/$$fn/bootstrap | awk -v f=$$fn '{printf "%s linux/arm64 stripped: %.1f MB\n", f, $$5/1e6}'; done | tee bin/bench/sizes.txt
+	@echo "• the local engine's transactions by table size"
+	ENGINE_SWEEP=1 BENCH_OUT=$(CURDIR)/bin/bench/engine.md $(GO) test -count=1 -timeout 20m -run 'TestTransactionCostByTableSize$$' ./local/dynamo
 	@echo "• the order handler under load on the local engine: plain, Do, DoAtomic"
 	LOAD_REQUESTS=$(LOAD_REQUESTS) LOAD_SWEEP=1 BENCH_OUT=$(CURDIR)/bin/bench/load.md $(GO) test -count=1 -timeout 60m -run 'TestLoad$$' ./functions/order
-	@cat bin/bench/coldstart.md bin/bench/load.md
+	@cat bin/bench/coldstart.md bin/bench/engine.md bin/bench/load.md
+	@$(MAKE) --no-print-directory bench-powertools
+
+# pkg/idem beside Powertools for AWS Lambda (TypeScript), on the same engine
+# (make bench runs it too).
+bench-powertools: $(POWERTOOLS)
+	@mkdir -p bin/bench
+	@echo "• side by side with Powertools for AWS Lambda (TypeScript), on the same engine"
+	POWERTOOLS_BENCH=1 BENCH_OUT=$(CURDIR)/bin/bench/powertools.md $(GO) test -count=1 -timeout 20m -run 'TestSideBySideWithPowertools$$' ./local/bench/powertools
+	@cat bin/bench/powertools.md
 
 # The Promela model of the protocol, checked exhaustively by spin (also in make test).
 model:

@@ -45,9 +45,10 @@ type Engine struct {
 	exited   chan struct{}
 }
 
-// serve is moto's server with its item operations made atomic to each other
-// (see the file): moto alone loses committed writes when a concurrent
-// transaction is cancelled.
+// serve is moto's server with its item operations made atomic to each other,
+// and transactions that back up only the items they touch (see the file):
+// moto alone loses committed writes when a concurrent transaction is
+// cancelled, and deep-copies whole tables for every transaction.
 //
 //go:embed moto_serve.py
 var serve []byte

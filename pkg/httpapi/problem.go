@@ -28,6 +28,7 @@ var titles = map[string]string{
 	"invalid_request":         "Invalid request",
 	"body_too_large":          "Body too large",
 	"result_too_large":        "Result too large to store",
+	"invalid_write":           "Writes cannot be committed",
 	"timeout":                 "Timed out",
 	"internal_error":          "Internal error",
 	"not_found":               "Not found",

@@ -25,13 +25,24 @@ const (
 	condTakeover = condFresh + " OR (#status = :in_progress AND lease_token = :seen AND lease_until <= :now_ms AND fingerprint = :fp)"
 )
 
+// The expressions as the SDK takes them, made once: the SDK only reads them.
+var (
+	exprFresh    = aws.String(condFresh)
+	exprTakeover = aws.String(condTakeover)
+	exprLease    = aws.String(condLease)
+	exprLapse    = aws.String("SET lease_until = :zero")
+	namesStatus  = map[string]string{"#status": attrStatus}
+)
+
 // claim tries once to take the key for the work, fresh or from seen, the
 // record last seen. It returns the lease it won, or else the record that
 // stopped it (nil if that record has gone since).
 //
 // The claim may land and lose its answer, and the SDK send it again: the
 // second put then fails its condition on the record the first one wrote.
-// That record carries this claim's lease token, so it is read as won.
+// That record carries this claim's lease token, so it is read as won
+// (model: idem.pml's "my own claim landed" branch after claim_op; its
+// negative control NO_OWN_TOKEN shows the 409 this rule prevents).
 func (s *Store) claim(ctx context.Context, c *call, seen *record) (*lease, *record, error) {
 	d := s.opts.Lease
 	if dl, ok := ctx.Deadline(); ok {
@@ -93,13 +104,13 @@ func (s *Store) claimPut(c *call, seen *record, status string, now, leaseUntil t
 	put := &types.Put{
 		TableName:                           &s.table,
 		Item:                                r.item(),
-		ConditionExpression:                 aws.String(condFresh),
+		ConditionExpression:                 exprFresh,
 		ExpressionAttributeValues:           map[string]types.AttributeValue{":now_s": number(now.Unix())},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
 	if takeover {
-		put.ConditionExpression = aws.String(condTakeover)
-		put.ExpressionAttributeNames = map[string]string{"#status": attrStatus}
+		put.ConditionExpression = exprTakeover
+		put.ExpressionAttributeNames = namesStatus
 		put.ExpressionAttributeValues[":in_progress"] = &types.AttributeValueMemberS{Value: StatusInProgress}
 		put.ExpressionAttributeValues[":seen"] = &types.AttributeValueMemberS{Value: seen.LeaseToken}
 		put.ExpressionAttributeValues[":now_ms"] = number(now.UnixMilli())

@@ -81,14 +81,15 @@ type outcome struct {
 }
 
 // completion is Do's: the record as claimed, completed, fenced on the lease.
+// It completes a copy: the claimed item went to the client, which may keep it.
 func (s *Store) completion(l *lease, writes []Write) completion {
 	item := maps.Clone(l.item)
 	s.complete(item)
 	return completion{pk: l.pk, token: l.token, writes: writes, put: &types.Put{
 		TableName:                           &s.table,
 		Item:                                item,
-		ConditionExpression:                 aws.String(condLease),
-		ExpressionAttributeNames:            map[string]string{"#status": attrStatus},
+		ConditionExpression:                 exprLease,
+		ExpressionAttributeNames:            namesStatus,
 		ExpressionAttributeValues:           leaseValues(l.token, map[string]types.AttributeValue{}),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}}
@@ -109,14 +110,16 @@ const maxConflictRetries = 3
 // commit writes the completed record with resp and the business writes, in
 // one TransactWriteItems, or one PutItem when there are none. Every limit is
 // checked first, a conflict's response included.
+//
+// The response is set in the completion's own item: it is sent only after
+// that, and set again only after a send that was refused (a conflict's
+// response).
 func (s *Store) commit(ctx context.Context, c completion, resp Response) outcome {
-	put := *c.put
-	put.Item = maps.Clone(c.put.Item)
-	put.Item[attrResponse] = encodeResponse(resp)
-	if err := checkTransaction(s.table, &put, c.writes); err != nil {
+	c.put.Item[attrResponse] = encodeResponse(resp)
+	if err := checkTransaction(s.table, c.put, c.writes); err != nil {
 		return outcome{err: err}
 	}
-	err := retryConflicts(ctx, func(attempt int) error { return s.send(ctx, &put, c, attempt) })
+	err := retryConflicts(ctx, func(attempt int) error { return s.send(ctx, c.put, c, attempt) })
 	var ccf *types.ConditionalCheckFailedException
 	var cancelled *types.TransactionCanceledException
 	switch {
@@ -216,6 +219,9 @@ func retryConflicts(ctx context.Context, send func(attempt int) error) error {
 }
 
 func conflicted(err error) bool {
+	if err == nil {
+		return false
+	}
 	var tce *types.TransactionConflictException
 	var cancelled *types.TransactionCanceledException
 	return errors.As(err, &tce) || (errors.As(err, &cancelled) && onlyConflicts(cancelled.CancellationReasons))

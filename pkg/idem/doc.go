@@ -27,14 +27,19 @@
 //   - in progress under a lapsed lease, same fingerprint: a takeover, a
 //     second conditional PutItem that replaces exactly the lease it saw lapse.
 //
+// The decision is one pure function of the record last seen, the request's
+// fingerprint and the time (next, in decide.go); Do and DoAtomic are each a
+// straight loop over it.
+//
 // The winner runs the work under a fresh random lease token, with a context
-// that ends before its lease does. The lease is Options.Lease, cut to the time
-// left before the caller's deadline (a Lambda's own deadline included). The
-// work does not write its business items itself: it adds them to the Tx, and
-// Do commits them with the completed record in one TransactWriteItems,
-// conditioned on the record still being in progress under this lease token.
-// Both happen or neither. A work with no business writes completes with one
-// conditional UpdateItem instead.
+// that ends at the lease's end as written to the record, less a commit
+// reserve: time spent in the claim comes out of the work's time. The lease
+// is Options.Lease, cut to the time left before the caller's deadline (a
+// Lambda's own deadline included). The work does not write its business
+// items itself: it adds them to the Tx, and Do commits them with the
+// completed record in one TransactWriteItems, conditioned on the record
+// still being in progress under this lease token. Both happen or neither. A
+// work with no business writes completes with one conditional PutItem.
 //
 // If that condition fails, Do looks at the record DynamoDB returned with the
 // cancellation. Completed under this lease token means this holder's own
@@ -45,9 +50,29 @@
 //
 // A business write whose own condition fails (an order id already taken) is
 // handed to its ConflictFunc, whose response is stored without any business
-// write. A work that returns an error has its claim released (a delete fenced
-// on the lease token), so a retry runs it again; the error is returned, and
-// nothing is stored. A work whose process dies leaves its lease to lapse.
+// write, after the same limit checks as any response. A work that returns an
+// error has its lease lapsed, not deleted: one update fenced on the token
+// sets lease_until to 0 and keeps the fingerprint, so the key stays bound to
+// its request. The same request's retry takes it over at once and runs the
+// work again; another request under the key still gets ErrFingerprintMismatch.
+// Deleting would let another request bind the key after a failure that may
+// already have charged a card: an orphaned charge. A work whose process dies
+// leaves its lease to run out.
+//
+// # Every call may land and lose its answer
+//
+// The claim, a takeover, the commit and the lapse can each reach the table
+// and still come back as a timeout or a reset, and be sent again by the SDK.
+// Each reads its own write as its own: a claim whose condition fails on a
+// record carrying its own lease token has won; a commit whose condition fails
+// on a record completed under its token landed; a lapse sent twice lapses
+// twice, which is the same. A claim whose every answer was lost lapses its
+// lease, so that its request's retry need not wait it out; a commit whose
+// outcome is unknown is settled by the lapse, which is fenced as the commit
+// is. A single-item write that meets a transaction in flight on its item
+// (TransactionConflictException, which the SDK does not retry) is retried a
+// few times, then answered as in progress (ErrInProgress), never as an
+// internal error.
 //
 // # One round trip: DoAtomic
 //
@@ -63,17 +88,21 @@
 // # Cost
 //
 // A first request costs two calls with Do, the claim and the commit
-// transaction (or UpdateItem), and one with DoAtomic. A replay, a 409 and a
+// transaction (or PutItem), and one with DoAtomic. A replay, a 409 and a
 // 422 cost one on either path: the write that lost. No path
 // reads the record except Options.Wait, an engine that does not return the
 // old item, and a commit whose outcome the client did not see.
 //
 // # Limits
 //
-// DynamoDB's limits are checked before any write, each with its own error: a
-// completed record over 400 KB (ErrResponseTooLarge), a business item over
-// 400 KB (ErrItemTooLarge), more than 100 actions (ErrTooManyWrites) or 4 MB
-// (ErrTransactionTooLarge) in the transaction. The claim is then released.
+// DynamoDB's limits are checked before any write, on every path (a
+// ConflictFunc's response included), each with its own error: a completed
+// record over 400 KB (ErrResponseTooLarge), a business item over 400 KB
+// (ErrItemTooLarge), more than 100 actions (ErrTooManyWrites) or 4 MB
+// (ErrTransactionTooLarge) in the transaction, a write with no action or two
+// actions on one item, the record's included (ErrInvalidWrite; two puts on
+// one item are left to DynamoDB, whose refusal is ErrInvalidWrite too). Do's
+// lease is then lapsed.
 //
 // # Side effects outside DynamoDB
 //

@@ -230,6 +230,11 @@ func errorResponse(err error) Response {
 	case errors.Is(err, ErrResponseTooLarge), errors.Is(err, ErrItemTooLarge),
 		errors.Is(err, ErrTooManyWrites), errors.Is(err, ErrTransactionTooLarge):
 		return problemResponse(httpapi.NewProblem(http.StatusInternalServerError, "result_too_large", "the result exceeds what can be stored; nothing was done"), "")
+	case errors.Is(err, ErrInvalidWrite):
+		// A definite refusal of the operation's writes (two actions on one
+		// item, say): nothing was done, and the same writes would be
+		// refused again, so this is no "retry is safe" 503.
+		return problemResponse(httpapi.NewProblem(http.StatusInternalServerError, "invalid_write", "the operation's writes cannot be committed; nothing was done"), "")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return problemResponse(httpapi.NewProblem(http.StatusServiceUnavailable, "timeout", "the request ran out of time; retry with the same Idempotency-Key"), "1")
 	}

@@ -3,16 +3,10 @@ package idem_test
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
-	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/faultproxy"
 	"github.com/idemkeys/idem/pkg/idem"
 )
@@ -40,22 +34,7 @@ func TestDynamoDBFaults(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
-			proxy, err := faultproxy.New(os.Getenv(dynamo.EndpointEnv))
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv := httptest.NewServer(proxy)
-			defer srv.Close()
-			client := dynamo.NewClient(srv.URL, func(o *dynamodb.Options) {
-				o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
-					so.MaxAttempts = 3
-					so.MaxBackoff = 20 * time.Millisecond
-				})
-			})
-			store, err := idem.New(client, f.table, func(o *idem.Options) { o.Clock = f.clock.Now })
-			if err != nil {
-				t.Fatal(err)
-			}
+			proxy, store := f.proxied()
 			for _, fault := range tc.faults {
 				proxy.Inject(fault)
 			}

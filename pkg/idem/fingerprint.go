@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -26,19 +25,24 @@ const MaxJSONDepth = 32
 // cannot be canonicalised is refused with ErrInvalidBody.
 func Fingerprint(method, route string, body []byte, isJSON bool) (string, error) {
 	if isJSON {
-		c, err := CanonicalJSON(body)
-		if err != nil {
+		c := canonicalisers.Get().(*canonicaliser)
+		defer c.free()
+		var err error
+		if body, err = c.run(body); err != nil {
 			return "", err
 		}
-		body = c
 	}
 	h := sha256.New()
 	// Length prefixes keep the three parts from running into each other.
-	for _, part := range [][]byte{[]byte(strings.ToUpper(method)), []byte(route), body} {
-		h.Write([]byte(strconv.Itoa(len(part)) + ":"))
+	var prefix [24]byte
+	for _, part := range [...][]byte{[]byte(strings.ToUpper(method)), []byte(route), body} {
+		h.Write(append(strconv.AppendInt(prefix[:0], int64(len(part)), 10), ':'))
 		h.Write(part)
 	}
-	return "v1:" + hex.EncodeToString(h.Sum(nil)), nil
+	var sum [sha256.Size]byte
+	out := [3 + 2*sha256.Size]byte{'v', '1', ':'}
+	hex.Encode(out[3:], h.Sum(sum[:0]))
+	return string(out[:]), nil
 }
 
 // CanonicalJSON re-encodes a JSON document with object members sorted by key
@@ -47,105 +51,404 @@ func Fingerprint(method, route string, body []byte, isJSON bool) (string, error)
 // ErrInvalidBody, what a strict parser should refuse and a lax one would
 // accept differently: invalid UTF-8, duplicate object keys, trailing data,
 // and nesting deeper than MaxJSONDepth.
+//
+// Strings come out as encoding/json writes them (with <, >, &, U+2028 and
+// U+2029 escaped, and an unpaired surrogate escape read as U+FFFD), so that
+// the canonical form, and every fingerprint, is the one encoding/json's
+// decoder and encoder gave before this canonicaliser replaced them.
 func CanonicalJSON(body []byte) ([]byte, error) {
+	c := canonicalisers.Get().(*canonicaliser)
+	defer c.free()
+	out, err := c.run(body)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.Clone(out), nil
+}
+
+var errSyntax = fmt.Errorf("%w: not a JSON document", ErrInvalidBody)
+
+// canonicalisers keep their buffers from one body to the next, as
+// encoding/json keeps its encoders: a fingerprint then allocates nothing
+// but its result.
+var canonicalisers = sync.Pool{New: func() any { return new(canonicaliser) }}
+
+// run returns the canonical form of body, valid until c is freed.
+func (c *canonicaliser) run(body []byte) ([]byte, error) {
 	if !utf8.Valid(body) {
 		return nil, fmt.Errorf("%w: not valid UTF-8", ErrInvalidBody)
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var out bytes.Buffer
-	out.Grow(len(body))
-	if err := canonicalValue(dec, &out, 0); err != nil {
+	c.in, c.pos = body, 0
+	c.out, c.keys, c.text, c.scratch, c.members = c.out[:0], c.keys[:0], c.text[:0], c.scratch[:0], c.members[:0]
+	if err := c.value(0); err != nil {
 		return nil, err
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+	if c.skipSpace(); c.pos < len(c.in) {
 		return nil, fmt.Errorf("%w: data after the JSON value", ErrInvalidBody)
 	}
-	return out.Bytes(), nil
+	return c.out, nil
 }
 
-func canonicalValue(dec *json.Decoder, out *bytes.Buffer, depth int) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidBody, err)
+// free returns c to the pool, unless a large body made its buffers large.
+func (c *canonicaliser) free() {
+	c.in = nil
+	if cap(c.out)+cap(c.keys)+cap(c.text)+cap(c.scratch) > 256<<10 {
+		return
 	}
-	switch t := tok.(type) {
-	case json.Delim:
+	canonicalisers.Put(c)
+}
+
+// canonicaliser reads one JSON document from in and writes its canonical
+// form to out, in one pass: an object's members are written in their input
+// order, then reordered in place once the object ends.
+type canonicaliser struct {
+	in      []byte
+	pos     int
+	out     []byte
+	keys    []byte   // the decoded keys of the objects being read
+	members []member // the members of the objects being read, innermost last
+	scratch []byte   // an object's values while they are reordered
+	text    []byte   // a string value being decoded
+}
+
+// member is one object member: its decoded key in keys, its canonical value
+// in out.
+type member struct {
+	keyStart, keyEnd int
+	valStart, valEnd int
+}
+
+func (c *canonicaliser) skipSpace() {
+	for c.pos < len(c.in) {
+		switch c.in[c.pos] {
+		case ' ', '\t', '\n', '\r':
+			c.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (c *canonicaliser) value(depth int) error {
+	c.skipSpace()
+	if c.pos >= len(c.in) {
+		return errSyntax
+	}
+	switch b := c.in[c.pos]; {
+	case b == '{' || b == '[':
 		if depth >= MaxJSONDepth {
 			return fmt.Errorf("%w: nested deeper than %d", ErrInvalidBody, MaxJSONDepth)
 		}
-		if t == '[' {
-			return canonicalArray(dec, out, depth+1)
+		c.pos++
+		if b == '[' {
+			return c.array(depth + 1)
 		}
-		return canonicalObject(dec, out, depth+1)
-	case string:
-		writeJSONString(out, t)
-	case json.Number:
-		out.WriteString(t.String())
-	case bool:
-		out.WriteString(strconv.FormatBool(t))
-	case nil:
-		out.WriteString("null")
+		return c.object(depth + 1)
+	case b == '"':
+		return c.stringValue()
+	case b == '-' || ('0' <= b && b <= '9'):
+		return c.number()
+	default:
+		for _, lit := range [...]string{"true", "false", "null"} {
+			if end := c.pos + len(lit); end <= len(c.in) && string(c.in[c.pos:end]) == lit {
+				c.pos += len(lit)
+				c.out = append(c.out, lit...)
+				return nil
+			}
+		}
+		return errSyntax
 	}
-	return nil
 }
 
-func canonicalArray(dec *json.Decoder, out *bytes.Buffer, depth int) error {
-	out.WriteByte('[')
-	for i := 0; dec.More(); i++ {
-		if i > 0 {
-			out.WriteByte(',')
-		}
-		if err := canonicalValue(dec, out, depth); err != nil {
+// next skips white space and consumes one byte; 0 at the end.
+func (c *canonicaliser) next() byte {
+	c.skipSpace()
+	if c.pos >= len(c.in) {
+		return 0
+	}
+	c.pos++
+	return c.in[c.pos-1]
+}
+
+func (c *canonicaliser) array(depth int) error {
+	c.out = append(c.out, '[')
+	if c.skipSpace(); c.pos < len(c.in) && c.in[c.pos] == ']' {
+		c.pos++
+		c.out = append(c.out, ']')
+		return nil
+	}
+	for {
+		if err := c.value(depth); err != nil {
 			return err
 		}
+		switch c.next() {
+		case ',':
+			c.out = append(c.out, ',')
+		case ']':
+			c.out = append(c.out, ']')
+			return nil
+		default:
+			return errSyntax
+		}
 	}
-	if _, err := dec.Token(); err != nil { // the closing ']'
-		return fmt.Errorf("%w: %v", ErrInvalidBody, err)
-	}
-	out.WriteByte(']')
-	return nil
 }
 
-func canonicalObject(dec *json.Decoder, out *bytes.Buffer, depth int) error {
-	type member struct {
-		key   string
-		value []byte
+func (c *canonicaliser) object(depth int) error {
+	base, keysBase, start := len(c.members), len(c.keys), len(c.out)
+	if c.skipSpace(); c.pos < len(c.in) && c.in[c.pos] == '}' {
+		c.pos++
+		c.out = append(c.out, '{', '}')
+		return nil
 	}
-	var members []member
-	for dec.More() {
-		tok, err := dec.Token()
+	for {
+		if c.next() != '"' {
+			return errSyntax
+		}
+		m := member{keyStart: len(c.keys)}
+		keys, err := c.decodeString(c.keys)
 		if err != nil {
-			return fmt.Errorf("%w: %v", ErrInvalidBody, err)
-		}
-		key := tok.(string) // the decoder only yields strings in key position
-		var v bytes.Buffer
-		if err := canonicalValue(dec, &v, depth); err != nil {
 			return err
 		}
-		members = append(members, member{key, v.Bytes()})
+		if c.keys = keys; c.next() != ':' {
+			return errSyntax
+		}
+		m.keyEnd, m.valStart = len(c.keys), len(c.out)
+		if err := c.value(depth); err != nil {
+			return err
+		}
+		m.valEnd = len(c.out)
+		c.members = append(c.members, m)
+		switch c.next() {
+		case ',':
+		case '}':
+			err := c.reorder(c.members[base:], start)
+			c.members, c.keys = c.members[:base], c.keys[:keysBase]
+			return err
+		default:
+			return errSyntax
+		}
 	}
-	if _, err := dec.Token(); err != nil { // the closing '}'
-		return fmt.Errorf("%w: %v", ErrInvalidBody, err)
+}
+
+// reorder rewrites out[start:], the values of members in input order, as
+// the object with its members sorted by key.
+func (c *canonicaliser) reorder(members []member, start int) error {
+	keys := c.keys
+	less := func(a, b member) int { return bytes.Compare(keys[a.keyStart:a.keyEnd], keys[b.keyStart:b.keyEnd]) }
+	if len(members) <= 12 { // an insertion sort is quicker for a handful
+		for i := 1; i < len(members); i++ {
+			for j := i; j > 0 && less(members[j-1], members[j]) > 0; j-- {
+				members[j-1], members[j] = members[j], members[j-1]
+			}
+		}
+	} else {
+		slices.SortFunc(members, less)
 	}
-	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) })
-	out.WriteByte('{')
+	for i := 1; i < len(members); i++ {
+		if k := keys[members[i].keyStart:members[i].keyEnd]; bytes.Equal(k, keys[members[i-1].keyStart:members[i-1].keyEnd]) {
+			return fmt.Errorf("%w: duplicate object key %q", ErrInvalidBody, k)
+		}
+	}
+	c.scratch = append(c.scratch[:0], c.out[start:]...)
+	c.out = append(c.out[:start], '{')
 	for i, m := range members {
 		if i > 0 {
-			if m.key == members[i-1].key {
-				return fmt.Errorf("%w: duplicate object key %q", ErrInvalidBody, m.key)
-			}
-			out.WriteByte(',')
+			c.out = append(c.out, ',')
 		}
-		writeJSONString(out, m.key)
-		out.WriteByte(':')
-		out.Write(m.value)
+		c.out = appendJSONString(c.out, keys[m.keyStart:m.keyEnd])
+		c.out = append(c.out, ':')
+		c.out = append(c.out, c.scratch[m.valStart-start:m.valEnd-start]...)
 	}
-	out.WriteByte('}')
+	c.out = append(c.out, '}')
 	return nil
 }
 
-func writeJSONString(out *bytes.Buffer, s string) {
-	b, _ := json.Marshal(s) // a string always marshals
-	out.Write(b)
+// stringValue copies a string that needs no change as it is, and decodes
+// and re-encodes any other.
+func (c *canonicaliser) stringValue() error {
+	c.pos++ // the opening quote
+	for i := c.pos; i < len(c.in); i++ {
+		switch b := c.in[i]; {
+		case b == '"':
+			c.out = append(c.out, c.in[c.pos-1:i+1]...)
+			c.pos = i + 1
+			return nil
+		case rewritten[b]:
+			text, err := c.decodeString(c.text[:0])
+			if err != nil {
+				return err
+			}
+			c.text = text
+			c.out = appendJSONString(c.out, text)
+			return nil
+		}
+	}
+	return errSyntax
+}
+
+// decodeString reads a string's text after its opening quote, up to and
+// including its closing quote, and appends the text it stands for to dst,
+// as encoding/json's decoder reads it.
+func (c *canonicaliser) decodeString(dst []byte) ([]byte, error) {
+	for c.pos < len(c.in) {
+		run := c.pos
+		for run < len(c.in) && c.in[run] >= 0x20 && c.in[run] != '"' && c.in[run] != '\\' {
+			run++
+		}
+		dst, c.pos = append(dst, c.in[c.pos:run]...), run
+		if c.pos >= len(c.in) {
+			break
+		}
+		switch c.in[c.pos] {
+		case '"':
+			c.pos++
+			return dst, nil
+		case '\\':
+		default: // a control character
+			return nil, errSyntax
+		}
+		if c.pos+1 >= len(c.in) {
+			return nil, errSyntax
+		}
+		esc := c.in[c.pos+1]
+		c.pos += 2
+		if i := strings.IndexByte(`"\/bfnrt`, esc); i >= 0 {
+			dst = append(dst, "\"\\/\b\f\n\r\t"[i])
+			continue
+		}
+		if esc != 'u' {
+			return nil, errSyntax
+		}
+		r := c.hex4()
+		if r < 0 {
+			return nil, errSyntax
+		}
+		if utf16.IsSurrogate(r) {
+			r = c.lowSurrogate(r)
+		}
+		dst = utf8.AppendRune(dst, r)
+	}
+	return nil, errSyntax
+}
+
+// hex4 reads the four hex digits after \u; -1 if they are not there.
+func (c *canonicaliser) hex4() rune {
+	if c.pos+4 > len(c.in) {
+		return -1
+	}
+	var r rune
+	for _, h := range c.in[c.pos : c.pos+4] {
+		switch {
+		case '0' <= h && h <= '9':
+			h -= '0'
+		case 'a' <= h && h <= 'f':
+			h -= 'a' - 10
+		case 'A' <= h && h <= 'F':
+			h -= 'A' - 10
+		default:
+			return -1
+		}
+		r = r<<4 | rune(h)
+	}
+	c.pos += 4
+	return r
+}
+
+// lowSurrogate completes the surrogate pair that high starts, when a \u
+// escape of its second half follows; otherwise high stands for U+FFFD and
+// what follows is read on its own.
+func (c *canonicaliser) lowSurrogate(high rune) rune {
+	if c.pos+6 > len(c.in) || c.in[c.pos] != '\\' || c.in[c.pos+1] != 'u' {
+		return utf8.RuneError
+	}
+	save := c.pos
+	c.pos += 2
+	if r := utf16.DecodeRune(high, c.hex4()); r != utf8.RuneError {
+		return r
+	}
+	c.pos = save
+	return utf8.RuneError
+}
+
+// number copies a number's text, which must follow JSON's grammar.
+func (c *canonicaliser) number() error {
+	start := c.pos
+	digits := func() int {
+		n := 0
+		for c.pos < len(c.in) && '0' <= c.in[c.pos] && c.in[c.pos] <= '9' {
+			c.pos++
+			n++
+		}
+		return n
+	}
+	if c.in[c.pos] == '-' {
+		c.pos++
+	}
+	switch {
+	case c.pos < len(c.in) && c.in[c.pos] == '0':
+		c.pos++
+	case digits() == 0:
+		return errSyntax
+	}
+	if c.pos < len(c.in) && c.in[c.pos] == '.' {
+		if c.pos++; digits() == 0 {
+			return errSyntax
+		}
+	}
+	if c.pos < len(c.in) && (c.in[c.pos] == 'e' || c.in[c.pos] == 'E') {
+		if c.pos++; c.pos < len(c.in) && (c.in[c.pos] == '+' || c.in[c.pos] == '-') {
+			c.pos++
+		}
+		if digits() == 0 {
+			return errSyntax
+		}
+	}
+	c.out = append(c.out, c.in[start:c.pos]...)
+	return nil
+}
+
+// rewritten marks the bytes that a string's canonical form may not copy as
+// they are: the escape, control characters, what encoding/json escapes for
+// HTML, and 0xE2, the first byte of U+2028 and U+2029. A closing quote is
+// found before this is asked.
+var rewritten = func() (t [256]bool) {
+	for b := range 0x20 {
+		t[b] = true
+	}
+	for _, b := range []byte{'"', '\\', '<', '>', '&', 0xE2} {
+		t[b] = true
+	}
+	return t
+}()
+
+// appendJSONString appends s quoted as encoding/json's Marshal quotes a
+// string: HTML-safe, with U+2028 and U+2029 escaped. s is valid UTF-8.
+func appendJSONString(dst, s []byte) []byte {
+	const hexDigits = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if !rewritten[b] {
+			continue
+		}
+		lineOrParagraph := b == 0xE2 && i+2 < len(s) && s[i+1] == 0x80 && (s[i+2] == 0xA8 || s[i+2] == 0xA9)
+		if b == 0xE2 && !lineOrParagraph {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch j := strings.IndexByte("\b\f\n\r\t", b); {
+		case b == '"' || b == '\\':
+			dst = append(dst, '\\', b)
+		case lineOrParagraph:
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[s[i+2]&0xF])
+			i += 2
+		case j >= 0:
+			dst = append(dst, '\\', "bfnrt"[j])
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+		}
+		start = i + 1
+	}
+	return append(append(dst, s[start:]...), '"')
 }

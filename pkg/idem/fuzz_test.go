@@ -41,6 +41,18 @@ func FuzzCanonicalJSON(f *testing.F) {
 	})
 }
 
+// FuzzCanonicalJSONMatchesOld: the canonicaliser gives exactly what the one
+// it replaced gave (oldCanonicalJSON, on encoding/json), form for form and
+// refusal for refusal, so that no stored fingerprint changes meaning.
+func FuzzCanonicalJSONMatchesOld(f *testing.F) {
+	for _, s := range canonicalSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		sameAsOld(t, body)
+	})
+}
+
 // FuzzParseKeyHeader: a parsed key is always a valid key, and no header
 // makes the parser panic.
 func FuzzParseKeyHeader(f *testing.F) {

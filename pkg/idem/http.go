@@ -70,7 +70,7 @@ var notReplayed = map[string]bool{
 }
 
 // TransientError is a failure the client should retry: the handler returns
-// it, the key is released and nothing is stored, and the adapter answers
+// it, the lease is lapsed and nothing is stored, and the adapter answers
 // StatusCode (a 5xx) with Retry-After.
 type TransientError struct {
 	StatusCode int

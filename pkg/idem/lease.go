@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -92,9 +91,9 @@ func (s *Store) lapse(ctx context.Context, pk, token string) (lapsed bool, found
 		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                           &s.table,
 			Key:                                 map[string]types.AttributeValue{AttrPK: &types.AttributeValueMemberS{Value: pk}},
-			UpdateExpression:                    aws.String("SET lease_until = :zero"),
-			ConditionExpression:                 aws.String(condLease),
-			ExpressionAttributeNames:            map[string]string{"#status": attrStatus},
+			UpdateExpression:                    exprLapse,
+			ConditionExpression:                 exprLease,
+			ExpressionAttributeNames:            namesStatus,
 			ExpressionAttributeValues:           leaseValues(token, map[string]types.AttributeValue{":zero": number(0)}),
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		})

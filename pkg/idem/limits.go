@@ -137,6 +137,9 @@ func checkTransaction(table string, record *types.Put, writes []Write) error {
 // schema is not known here, so two puts on one item are left to DynamoDB
 // (whose refusal is ErrInvalidWrite too).
 func checkDistinctItems(table string, record *types.Put, writes []Write) error {
+	if len(writes) == 0 {
+		return nil
+	}
 	targets := make([]target, 0, len(writes)+1)
 	targets = append(targets, target{table: table, key: map[string]types.AttributeValue{AttrPK: record.Item[AttrPK]}})
 	for _, w := range writes {
