@@ -14,6 +14,7 @@ require (
 	github.com/awslabs/goformation/v7 v7.14.9
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/google/uuid v1.6.0
+	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/stripe/stripe-go/v82 v82.5.1
 	golang.org/x/text v0.14.0
 	gopkg.in/yaml.v3 v3.0.1

@@ -15,6 +15,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/pkg/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
@@ -58,8 +59,8 @@ type server struct {
 
 func (s *server) routes() app.Routes {
 	return app.Routes{
-		"POST /charges": s.store.HTTP(s.create, func(o *idem.HTTPOptions) {
-			o.ScopeClaim, o.MaxBodyBytes, o.Validate, o.Logger = s.scopeClaim, maxBody, validateCharge, s.log
+		"POST /charges": idem.HTTPTyped(s.store, parseChargeBody, s.create, func(o *idem.HTTPOptions) {
+			o.ScopeClaim, o.MaxBodyBytes, o.Logger = s.scopeClaim, maxBody, s.log
 		}),
 		"GET /charges/{id}": s.get,
 	}
@@ -69,19 +70,19 @@ func (s *server) routes() app.Routes {
 // the caller's own objects, settles what an earlier attempt may have left at
 // the provider, creates the intent under a downstream key derived from
 // (scope, key), and commits the charge with the response.
-func (s *server) create(ctx context.Context, req events.APIGatewayV2HTTPRequest, tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
-	c, amount, _ := parseCharge([]byte(req.Body)) // validated before the claim
-	scope, key := idem.Scope(ctx), idem.Key(ctx)
+func (s *server) create(ctx context.Context, req idem.HTTPRequest[chargeBody], tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
+	c, amount := req.Body.req, req.Body.amount
+	scope, key := req.Scope, req.Key
 	who, err := resolvePayer(ctx, s.payments, scope, c)
 	switch {
 	case errors.Is(err, errNotYours):
-		return idem.ErrorResponse(http.StatusBadRequest, "payment_source_unknown", "no such payment_method or customer of yours"), nil
+		return httpapi.ErrorResponse(http.StatusBadRequest, "payment_source_unknown", "no such payment_method or customer of yours"), nil
 	case errors.Is(err, errNoDefaultMethod):
-		return idem.ErrorResponse(http.StatusBadRequest, "payment_method_required", "the customer has no default payment method; give payment_method"), nil
+		return httpapi.ErrorResponse(http.StatusBadRequest, "payment_method_required", "the customer has no default payment method; give payment_method"), nil
 	case err != nil:
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	fp, _ := idem.Fingerprint(http.MethodPost, "/charges", []byte(req.Body), true)
+	fp, _ := idem.Fingerprint(http.MethodPost, "/charges", []byte(req.Event.Body), true)
 	m, retry, err := s.begin(ctx, scope, key, fp)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
@@ -156,9 +157,9 @@ func respond(ch *charge, a answer) (events.APIGatewayV2HTTPResponse, bool) {
 	case a.rejected != nil:
 		if a.rejected.Type == stripe.ErrorTypeIdempotency {
 			// The provider holds another request under the downstream key.
-			return idem.ErrorResponse(http.StatusUnprocessableEntity, "idempotency_key_reused", a.rejected.Msg), false
+			return httpapi.ErrorResponse(http.StatusUnprocessableEntity, "idempotency_key_reused", a.rejected.Msg), false
 		}
-		return idem.ErrorResponse(http.StatusBadRequest, "provider_rejected", a.rejected.Msg), false
+		return httpapi.ErrorResponse(http.StatusBadRequest, "provider_rejected", a.rejected.Msg), false
 	case a.declined != nil:
 		declined(ch, a.declined.PaymentIntent, a.declined)
 	case a.intent.Status == stripe.PaymentIntentStatusRequiresPaymentMethod || a.intent.Status == stripe.PaymentIntentStatusCanceled:
@@ -170,11 +171,9 @@ func respond(ch *charge, a answer) (events.APIGatewayV2HTTPResponse, bool) {
 		}
 	}
 	if ch.Status == "declined" {
-		resp := app.JSON(http.StatusPaymentRequired, map[string]any{"error": map[string]string{
-			"code": "card_declined", "decline_code": ch.DeclineCode, "provider_code": ch.ErrorCode, "charge_id": ch.ID,
-			"message": "the card was declined (" + ch.DeclineCode + ")",
-		}})
-		return resp, ch.ID != ""
+		p := httpapi.NewProblem(http.StatusPaymentRequired, "card_declined", "the card was declined ("+ch.DeclineCode+")")
+		p.Extra = map[string]any{"decline_code": ch.DeclineCode, "provider_code": ch.ErrorCode, "charge_id": ch.ID}
+		return p.Response(), ch.ID != ""
 	}
 	status := http.StatusCreated
 	if ch.Status != string(stripe.PaymentIntentStatusSucceeded) {

@@ -6,11 +6,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/aws/aws-lambda-go/events"
 	"golang.org/x/text/currency"
 
 	"github.com/idemkeys/idem/functions/internal/app"
-	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/httpapi"
 )
 
 // chargeRequest is the body of POST /charges.
@@ -42,7 +41,7 @@ const (
 var reference = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
 
 // parseCharge validates a body; the amount it returns is the parsed one.
-func parseCharge(body []byte) (chargeRequest, int64, *idem.Refusal) {
+func parseCharge(body []byte) (chargeRequest, int64, *httpapi.Refusal) {
 	var c chargeRequest
 	if err := app.DecodeStrict(body, &c); err != nil {
 		return c, 0, app.Invalid("%v", err)
@@ -82,9 +81,16 @@ func parseCharge(body []byte) (chargeRequest, int64, *idem.Refusal) {
 	return c, amount, nil
 }
 
-func validateCharge(req *events.APIGatewayV2HTTPRequest) *idem.Refusal {
-	_, _, refusal := parseCharge([]byte(req.Body))
-	return refusal
+// chargeBody is a parsed POST /charges body: what the handler gets.
+type chargeBody struct {
+	req    chargeRequest
+	amount int64 // the parsed amount
+}
+
+// parseChargeBody is the adapter's parse step: it runs once, before the claim.
+func parseChargeBody(body []byte) (chargeBody, *httpapi.Refusal) {
+	c, amount, refusal := parseCharge(body)
+	return chargeBody{req: c, amount: amount}, refusal
 }
 
 // notCurrencies are ISO 4217 codes that name no currency a card is
@@ -111,7 +117,7 @@ var minimums = map[string]int64{
 // three-decimal currency a multiple of ten (Stripe: "the least-significant
 // (last) digit to be 0"); ISK, two-decimal in the API but charged in whole
 // krónur, a multiple of 100.
-func checkAmount(cur string, amount int64) *idem.Refusal {
+func checkAmount(cur string, amount int64) *httpapi.Refusal {
 	unit, err := currency.ParseISO(cur)
 	if err != nil || len(cur) != 3 || notCurrencies[cur] {
 		return app.Invalid("currency %q is not an ISO 4217 currency code", cur)

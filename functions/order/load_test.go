@@ -25,6 +25,7 @@ import (
 	"github.com/idemkeys/idem/functions/internal/app"
 	"github.com/idemkeys/idem/local/apigw"
 	"github.com/idemkeys/idem/local/dynamotest"
+	"github.com/idemkeys/idem/pkg/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
@@ -301,7 +302,7 @@ func drive(t *testing.T, handle func(context.Context, events.APIGatewayV2HTTPReq
 // plainCreate is POST /orders without pkg/idem: the same order, written
 // with one conditional PutItem. A retry makes a second order.
 func (s *server) plainCreate(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	scope, body, refusal := idem.CheckRequest(&req, s.scopeClaim, maxBody)
+	scope, body, refusal := httpapi.CheckRequest(&req, s.scopeClaim, maxBody)
 	if refusal != nil {
 		return refusal.Response(), nil
 	}
@@ -315,7 +316,7 @@ func (s *server) plainCreate(ctx context.Context, req events.APIGatewayV2HTTPReq
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(order_id)")}); err != nil {
-		return idem.ErrorResponse(503, "internal_error", err.Error()), nil
+		return httpapi.ErrorResponse(503, "internal_error", err.Error()), nil
 	}
 	return app.JSON(201, o), nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/pkg/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
@@ -69,7 +70,7 @@ func sameOrder(o order, req orderRequest) bool {
 
 var sku = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
-func parseOrder(body []byte) (orderRequest, *idem.Refusal) {
+func parseOrder(body []byte) (orderRequest, *httpapi.Refusal) {
 	var o orderRequest
 	if err := app.DecodeStrict(body, &o); err != nil {
 		return o, app.Invalid("%v", err)
@@ -89,11 +90,6 @@ func parseOrder(body []byte) (orderRequest, *idem.Refusal) {
 		return o, app.Invalid("note must be at most 500 bytes")
 	}
 	return o, nil
-}
-
-func validateOrder(req *events.APIGatewayV2HTTPRequest) *idem.Refusal {
-	_, refusal := parseOrder([]byte(req.Body))
-	return refusal
 }
 
 type server struct {
@@ -116,8 +112,8 @@ type orderDB interface {
 
 func (s *server) routes() app.Routes {
 	return app.Routes{
-		"POST /orders": s.store.HTTP(s.create, func(o *idem.HTTPOptions) {
-			o.ScopeClaim, o.MaxBodyBytes, o.Validate, o.Logger, o.Atomic = s.scopeClaim, maxBody, validateOrder, s.log, s.fastPath
+		"POST /orders": idem.HTTPTyped(s.store, parseOrder, s.create, func(o *idem.HTTPOptions) {
+			o.ScopeClaim, o.MaxBodyBytes, o.Logger, o.Atomic = s.scopeClaim, maxBody, s.log, s.fastPath
 		}),
 		"PUT /orders/{order_id}": s.put,
 		"GET /orders/{order_id}": s.get,
@@ -130,10 +126,9 @@ func (s *server) newOrder(scope, id string, req orderRequest) order {
 
 // create makes a new order, once per Idempotency-Key: the order and the
 // completed response commit in one transaction.
-func (s *server) create(ctx context.Context, req events.APIGatewayV2HTTPRequest, tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
-	body, _ := parseOrder([]byte(req.Body)) // validated before the claim
+func (s *server) create(ctx context.Context, req idem.HTTPRequest[orderRequest], tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
 	id := "ord_" + strings.ToLower(rand.Text()[:20])
-	o := s.newOrder(idem.Scope(ctx), id, body)
+	o := s.newOrder(req.Scope, id, req.Body)
 	item, err := attributevalue.MarshalMap(&o)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
@@ -154,20 +149,20 @@ func (s *server) create(ctx context.Context, req events.APIGatewayV2HTTPRequest,
 // conflict (409). One conditional PutItem decides, and returns the existing
 // order when it loses.
 func (s *server) put(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	scope, bodyBytes, refusal := idem.CheckRequest(&req, s.scopeClaim, maxBody)
+	scope, bodyBytes, refusal := httpapi.CheckRequest(&req, s.scopeClaim, maxBody)
 	if refusal != nil {
 		return refusal.Response(), nil
 	}
 	id := req.PathParameters["order_id"]
 	if !app.ID.MatchString(id) {
-		return idem.ErrorResponse(http.StatusBadRequest, "invalid_request", "order_id must be 1 to 128 of letters, digits, '_', '-'"), nil
+		return httpapi.ErrorResponse(http.StatusBadRequest, "invalid_request", "order_id must be 1 to 128 of letters, digits, '_', '-'"), nil
 	}
 	body, refusal := parseOrder(bodyBytes)
 	if refusal != nil {
 		return refusal.Response(), nil
 	}
 	if _, err := idem.CanonicalJSON(bodyBytes); err != nil { // duplicate keys and the like
-		return idem.ErrorResponse(http.StatusBadRequest, "invalid_json", err.Error()), nil
+		return httpapi.ErrorResponse(http.StatusBadRequest, "invalid_json", err.Error()), nil
 	}
 	o := s.newOrder(scope, id, body)
 	item, err := attributevalue.MarshalMap(&o)
@@ -188,13 +183,13 @@ func (s *server) put(ctx context.Context, req events.APIGatewayV2HTTPRequest) (e
 		return resp, nil
 	case !errors.As(err, &ccf):
 		s.log.Error("order: put", "error", err.Error())
-		r := idem.ErrorResponse(http.StatusServiceUnavailable, "internal_error", "the order could not be saved; PUT it again")
+		r := httpapi.ErrorResponse(http.StatusServiceUnavailable, "internal_error", "the order could not be saved; PUT it again")
 		r.Headers["Retry-After"] = "1"
 		return r, nil
 	}
 	var existing order
 	if err := attributevalue.UnmarshalMap(ccf.Item, &existing); err != nil || !sameOrder(existing, body) {
-		return idem.ErrorResponse(http.StatusConflict, "order_exists", "order "+id+" exists with different content"), nil
+		return httpapi.ErrorResponse(http.StatusConflict, "order_exists", "order "+id+" exists with different content"), nil
 	}
 	existing.Object = "order"
 	return app.JSON(http.StatusOK, existing), nil

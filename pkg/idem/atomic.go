@@ -25,6 +25,9 @@ func (s *Store) DoAtomic(ctx context.Context, req Request, work Work) (Result, e
 	if err != nil {
 		return Result{}, err
 	}
+	if res, hit, err := c.cached(); hit {
+		return res, err
+	}
 	var tx Tx
 	resp, err := work(ctx, &tx)
 	if err != nil {

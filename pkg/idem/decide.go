@@ -52,14 +52,15 @@ type call struct {
 	log       *slog.Logger
 	claims    int
 	waitUntil time.Time
-	leaseFrom int64 // when the lease was won, epoch ms by the Store's clock; 0: none
+	leaseFrom int64     // when the lease was won, epoch ms by the Store's clock; 0: none
+	started   time.Time // before any write: a commit's expires_at is later
 }
 
 func (s *Store) newCall(ctx context.Context, req Request, path string) (*call, error) {
 	if err := validateRequest(req); err != nil {
 		return nil, err
 	}
-	return &call{s: s, req: req, pk: recordPK(req.Scope, req.Key), log: s.logger(ctx, req, path)}, nil
+	return &call{s: s, req: req, pk: recordPK(req.Scope, req.Key), log: s.logger(ctx, req, path), started: s.opts.Clock()}, nil
 }
 
 // contend counts one more try at the key, or answers in progress once the
@@ -75,6 +76,7 @@ func (c *call) contend(seen *record) error {
 // answer ends the call on a record that decides it: a replay or a refusal.
 func (c *call) answer(st step, seen *record) (Result, error) {
 	if st == stepReplay {
+		c.s.cache.put(c.pk, seen.Fingerprint, seen.response(), seen.ExpiresAt)
 		c.log.Info("idem", "outcome", "replayed", "status", seen.response().StatusCode)
 		c.observe(OutcomeReplayed)
 		return Result{Response: seen.response(), Replayed: true}, nil
@@ -125,7 +127,26 @@ func (c *call) finish(o outcome, failed Outcome) (Result, error) {
 		c.observe(failed)
 		return Result{}, o.err
 	}
+	c.s.cache.put(c.pk, c.req.Fingerprint, o.res.Response, c.started.Add(c.s.opts.TTL).Unix())
 	c.log.Info("idem", "outcome", "executed", "status", o.res.Response.StatusCode)
 	c.observe(OutcomeExecuted)
 	return o.res, nil
+}
+
+// cached answers from the execution environment's cache: a replay, or the
+// 422 of another request's key. hit is false on a miss (or no cache).
+func (c *call) cached() (res Result, hit bool, err error) {
+	v, ok := c.s.cache.get(c.pk, c.s.opts.Clock())
+	switch {
+	case !ok:
+		return Result{}, false, nil
+	case v.fingerprint != c.req.Fingerprint:
+		c.log.Info("idem", "outcome", "fingerprint_mismatch", "cache", true)
+		c.observe(OutcomeMismatch)
+		return Result{}, true, ErrFingerprintMismatch
+	}
+	// A cache hit, answered with no DynamoDB call.
+	c.log.Info("idem", "outcome", "replayed", "status", v.resp.StatusCode, "cache", true)
+	c.observe(OutcomeCacheHit)
+	return Result{Response: v.resp, Replayed: true}, true, nil
 }

@@ -110,23 +110,43 @@
 // takeover after a crash runs the work again: send the other system
 // DownstreamKey(namespace, scope, key) as its idempotency key.
 //
-// # HTTP APIs
+// # Front doors
 //
-// Store.HTTP wraps an API Gateway (HTTP API, payload 2.0) handler and returns
-// one for lambda.Start. It reads the scope from a verified JWT claim (401
-// without one; no header can choose it), the key from the Idempotency-Key header
-// in any case and in the IETF draft's quoted form, runs HTTPOptions.Validate
-// before claiming so that bad input writes nothing, and answers with the
-// stored response, marked "Idempotent-Replayed: true" on a replay, cookies
-// included. The fingerprint covers the method, the route as API Gateway
-// matched it (route key and path parameters, not the raw path, which a
-// trailing slash or a custom domain's mapping changes), the raw query string
-// and the body (an empty body is a body). A repeated Idempotency-Key header
-// arrives comma-joined and is refused (400): a key with a comma travels
-// quoted. A concurrent
-// duplicate gets 409 with Retry-After, a reused key 422, a TransientError the
-// status it names with Retry-After and the lease lapsed. Error bodies are
-// {"error":{"code":..., "message":...}} with stable codes.
+// Each front door is a thin adapter over Do: it reads the scope from the
+// verified identity (never from a value the client sets), the key from the
+// Idempotency-Key header in any case and in the IETF draft's quoted form,
+// refuses bad input before anything is written (401 without an identity,
+// 400 for a missing, invalid or repeated key, 413 over the body limit), runs
+// the caller's Parse once, fingerprints the method, the matched route, the
+// raw query and the body, and answers with the stored response, marked
+// "Idempotent-Replayed: true" on a replay. A concurrent duplicate gets 409
+// with Retry-After, a reused key 422, a TransientError the status it names
+// with Retry-After and the key lapsed. Every error is problem details
+// (RFC 9457, application/problem+json) with a stable code (package httpapi).
+// The handler gets a Req: the event, the parsed body, the scope and the key.
+//
+//   - HTTPTyped and Store.HTTP: API Gateway HTTP API (payload 2.0); scope
+//     from a JWT claim (HTTPOptions.ScopeClaim) or HTTPOptions.Scope.
+//   - FunctionURL: Lambda function URLs; scope from the AWS_IAM principal,
+//     or DoorOptions.Scope for auth type NONE.
+//   - RESTAPI: API Gateway REST API (payload 1.0); scope from a Cognito
+//     claim (RESTClaim) or a Lambda authorizer's context (RESTAuthorizer).
+//   - ALB: Application Load Balancer targets, multi-value headers included;
+//     DoorOptions.Scope is required (ALBOIDCIdentity behind an auth rule).
+//   - Store.Middleware: net/http, func(http.Handler) http.Handler; the
+//     handler finds its Tx with TxFrom, and its response is captured,
+//     committed and replayed; on a ServeMux pattern the fingerprint takes
+//     r.Pattern and its path values.
+//   - Function: any typed handler func(ctx, In) (Out, error), keyed by a
+//     function of the event; Out is stored as JSON and decoded on a replay.
+//
+// # A cache of completed responses
+//
+// Options.Cache (off by default) keeps completed responses in the execution
+// environment, bounded in entries and bytes and never past the record's
+// expires_at. A replay found there costs no DynamoDB call; another request
+// under a cached key is still refused (ErrFingerprintMismatch). In-progress
+// records are never cached.
 //
 // # Queue consumers
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -11,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/idemkeys/idem/pkg/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
@@ -72,7 +74,7 @@ func FuzzParseKeyHeader(f *testing.F) {
 }
 
 // FuzzHTTPAdapter throws arbitrary headers, keys and bodies at the adapter:
-// it never panics, every answer is a JSON error with a stable code or the
+// it never panics, every answer is problem details with a stable code or the
 // handler's own, and a request it refuses (4xx) never reaches the handler.
 func FuzzHTTPAdapter(f *testing.F) {
 	f.Add("k1", `{"a":1}`, "application/json", "alice", false)
@@ -111,11 +113,75 @@ func FuzzHTTPAdapter(f *testing.F) {
 		if ran && resp.StatusCode < 500 {
 			t.Fatalf("refused with %d after the handler ran", resp.StatusCode)
 		}
-		var e struct {
-			Error struct{ Code, Message string } `json:"error"`
-		}
-		if json.Unmarshal([]byte(resp.Body), &e) != nil || e.Error.Code == "" {
-			t.Fatalf("answer %d without a JSON error code: %q", resp.StatusCode, resp.Body)
+		checkProblem(t, resp.StatusCode, resp.Headers["Content-Type"], []byte(resp.Body))
+	})
+}
+
+// checkProblem fails t unless an answer is RFC 9457 problem details with
+// every member the README promises.
+func checkProblem(t *testing.T, status int, contentType string, body []byte) {
+	t.Helper()
+	var p struct {
+		Type, Title, Detail, Code string
+		Status                    int
+	}
+	if contentType != httpapi.ContentType || json.Unmarshal(body, &p) != nil {
+		t.Fatalf("answer %d is not problem details: %s %q", status, contentType, body)
+	}
+	if p.Code == "" || p.Type != httpapi.TypeBase+p.Code || p.Title == "" || p.Status != status || p.Detail == "" {
+		t.Fatalf("answer %d lacks a problem member: %q", status, body)
+	}
+}
+
+// fuzzDoor throws arbitrary identities, keys and bodies at a front door
+// built by the named drivers: no panic, and every answer is the handler's
+// own (run) or problem details (a refusal before it ran, or a 5xx).
+func fuzzDoor(f *testing.F, names ...string) {
+	f.Add("alice", "k1", "k2", `{"a":1}`)
+	f.Add("", `"quoted"`, "", `{"a":1,"a":2}`)
+	f.Add("bob", "a#b", "a,b", strings.Repeat("[", 40))
+	f.Add("alice", strings.Repeat("k", 256), "", "\xff\xfe")
+	f.Add("alice", "k\x01", "", `{"x":"`+strings.Repeat("y", 70000)+`"}`)
+	f.Fuzz(func(t *testing.T, scope, key, second, body string) {
+		for _, d := range drivers {
+			if !slices.Contains(names, d.name) {
+				continue
+			}
+			store, err := idem.New(&memory{items: map[string]map[string]types.AttributeValue{}}, "fuzz-table")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ran := false
+			call := d.make(store, func(ctx context.Context, scope, key string, body []byte) (int, string) {
+				ran = true
+				if scope == "" || idem.ValidateKey(key) != nil {
+					t.Fatalf("handler ran with scope %q key %q", scope, key)
+				}
+				return 200, "ok"
+			})
+			keys := []string{key}
+			if second != "" {
+				keys = append(keys, second)
+			}
+			got := call(doorCall{scope, keys, body})
+			if got.status == 200 && ran && got.body == "ok" {
+				continue
+			}
+			if ran && got.status < 500 {
+				t.Fatalf("%s: refused with %d after the handler ran", d.name, got.status)
+			}
+			checkProblem(t, got.status, got.header["Content-Type"], []byte(got.body))
 		}
 	})
+}
+
+func FuzzFunctionURL(f *testing.F) {
+	fuzzDoor(f, "Function URL, AWS_IAM", "Function URL, auth NONE, scope from a verified token")
+}
+func FuzzRESTAPI(f *testing.F) {
+	fuzzDoor(f, "REST API payload 1.0, Cognito claims", "REST API payload 1.0, Lambda authorizer")
+}
+func FuzzALB(f *testing.F) { fuzzDoor(f, "ALB, multi-value headers", "ALB, single-value headers") }
+func FuzzMiddleware(f *testing.F) {
+	fuzzDoor(f, "net/http middleware on a ServeMux pattern")
 }

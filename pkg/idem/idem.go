@@ -96,6 +96,12 @@ type Options struct {
 	// Metrics receives each call's outcome and the lease time its work
 	// used (default: none). See Outcome.
 	Metrics Metrics
+	// Cache, when both its bounds are set, keeps completed responses in the
+	// execution environment (off by default): a replay found there costs no
+	// DynamoDB call, and the fingerprint is still checked (a 422 from the
+	// cache). Only completed records are kept, never past their expires_at.
+	// Each Lambda execution environment has its own.
+	Cache CacheOptions
 }
 
 // Store runs operations exactly once per (scope, key) against one DynamoDB
@@ -104,6 +110,7 @@ type Store struct {
 	db    DynamoDBAPI
 	table string
 	opts  Options
+	cache *responseCache // nil: off
 }
 
 // tableName is DynamoDB's rule, which emulators do not all enforce.
@@ -151,7 +158,7 @@ func New(db DynamoDBAPI, table string, optFns ...func(*Options)) (*Store, error)
 		// its holder runs.
 		return nil, fmt.Errorf("%w: lease %v is not shorter than the shortest TTL, %v", ErrInvalidOptions, o.Lease, MinTTL)
 	}
-	return &Store{db: db, table: table, opts: o}, nil
+	return &Store{db: db, table: table, opts: o, cache: newResponseCache(o.Cache)}, nil
 }
 
 // Request identifies one logical operation.
@@ -201,6 +208,9 @@ func (s *Store) Do(ctx context.Context, req Request, work Work) (Result, error) 
 	c, err := s.newCall(ctx, req, "claim")
 	if err != nil {
 		return Result{}, err
+	}
+	if res, hit, err := c.cached(); hit {
+		return res, err
 	}
 	var seen *record
 	for {

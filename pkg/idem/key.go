@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/idemkeys/idem/pkg/httpapi"
 )
 
 // MaxKeyLength is the longest idempotency key accepted, in bytes. The IETF
@@ -15,7 +17,7 @@ const MaxKeyLength = 255
 
 // MaxScopeLength bounds the scope so that the encoded partition key stays
 // well inside DynamoDB's 2048-byte limit for a partition key value.
-const MaxScopeLength = 1024
+const MaxScopeLength = httpapi.MaxScopeLength
 
 // ValidateKey reports whether key is acceptable as an idempotency key: not
 // empty, at most MaxKeyLength bytes, printable ASCII only (0x20 to 0x7E).

@@ -113,3 +113,22 @@ func TestMetricsReportInProgressAndFenced(t *testing.T) {
 		t.Fatalf("duplicate: %v, want [in_progress]", m2.seen)
 	}
 }
+
+// A replay from the cache is reported as a cache hit; a 422 from the cache
+// as a mismatch.
+func TestMetricsReportCacheHits(t *testing.T) {
+	rec := &recorder{}
+	f := newFixture(t, withCache(100, 1<<20), func(o *idem.Options) { o.Metrics = rec })
+	ctx := context.Background()
+	if _, err := f.store.Do(ctx, req("alice", "k1", `{"a":1}`), ok); err != nil {
+		t.Fatal(err)
+	}
+	f.store.Do(ctx, req("alice", "k1", `{"a":1}`), ok)
+	if o, _ := rec.last(); o != idem.OutcomeCacheHit {
+		t.Fatalf("a cached replay reported %q, want %q", o, idem.OutcomeCacheHit)
+	}
+	f.store.Do(ctx, req("alice", "k1", `{"a":2}`), ok)
+	if o, _ := rec.last(); o != idem.OutcomeMismatch {
+		t.Fatalf("a 422 from the cache reported %q, want %q", o, idem.OutcomeMismatch)
+	}
+}

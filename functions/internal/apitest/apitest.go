@@ -19,6 +19,7 @@ import (
 	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/stack"
 	"github.com/idemkeys/idem/local/stack/stacktest"
+	"github.com/idemkeys/idem/pkg/httpapi"
 )
 
 // Function loads the template and returns the function with logicalID.
@@ -75,16 +76,14 @@ func (c *Caller) CallRaw(method, path, rawPath, sub, key, body string, extra ...
 	return resp
 }
 
-// ErrorCode is the stable code of a JSON error response.
+// ErrorCode is the stable code of a problem details response (RFC 9457,
+// member "code"); it fails t on an error that is not problem details.
 func ErrorCode(t testing.TB, resp events.APIGatewayV2HTTPResponse) string {
 	t.Helper()
-	var body struct {
-		Error struct{ Code string } `json:"error"`
+	if ct := resp.Headers["Content-Type"]; ct != httpapi.ContentType || !json.Valid([]byte(resp.Body)) {
+		t.Fatalf("error %d is not problem details: %s %q", resp.StatusCode, ct, resp.Body)
 	}
-	if err := json.Unmarshal([]byte(resp.Body), &body); err != nil {
-		t.Fatalf("error body %q is not JSON: %v", resp.Body, err)
-	}
-	return body.Error.Code
+	return httpapi.Code([]byte(resp.Body))
 }
 
 // Items counts the items in tables, with consistent reads.

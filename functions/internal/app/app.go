@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/idemkeys/idem/pkg/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
@@ -35,7 +36,7 @@ type Routes map[string]idem.APIGatewayHandler
 func (r Routes) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	h, ok := r[req.RouteKey]
 	if !ok {
-		return idem.ErrorResponse(http.StatusNotFound, "route_not_found", "no route "+req.RouteKey), nil
+		return httpapi.ErrorResponse(http.StatusNotFound, "route_not_found", "no route "+req.RouteKey), nil
 	}
 	return h(ctx, req)
 }
@@ -74,7 +75,7 @@ func AWS(ctx context.Context) (aws.Config, *dynamodb.Client, error) {
 func JSON(status int, v any) events.APIGatewayV2HTTPResponse {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return idem.ErrorResponse(http.StatusInternalServerError, "internal_error", "response could not be encoded")
+		return httpapi.ErrorResponse(http.StatusInternalServerError, "internal_error", "response could not be encoded")
 	}
 	return events.APIGatewayV2HTTPResponse{StatusCode: status, Headers: map[string]string{"Content-Type": "application/json"}, Body: string(b)}
 }
@@ -102,8 +103,8 @@ func DecodeStrict(body []byte, v any) error {
 }
 
 // Invalid is a 400 refusal with code "invalid_request".
-func Invalid(format string, args ...any) *idem.Refusal {
-	return &idem.Refusal{StatusCode: http.StatusBadRequest, Code: "invalid_request", Message: fmt.Sprintf(format, args...)}
+func Invalid(format string, args ...any) *httpapi.Refusal {
+	return &httpapi.Refusal{StatusCode: http.StatusBadRequest, Code: "invalid_request", Message: fmt.Sprintf(format, args...)}
 }
 
 // Reader is the read the GET routes make.
@@ -119,13 +120,13 @@ var ID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 // item is 404 too, the same as none, so that ids cannot be probed across
 // tenants.
 func GetOwn(ctx context.Context, req events.APIGatewayV2HTTPRequest, db Reader, table, claim, idParam, idAttr string, v any, render func() any, log *slog.Logger) events.APIGatewayV2HTTPResponse {
-	scope, _, refusal := idem.CheckRequest(&req, claim, 0)
+	scope, _, refusal := httpapi.CheckRequest(&req, claim, 0)
 	if refusal != nil {
 		return refusal.Response()
 	}
 	id := req.PathParameters[idParam]
 	if !ID.MatchString(id) {
-		return idem.ErrorResponse(http.StatusNotFound, "not_found", "no such "+idParam)
+		return httpapi.ErrorResponse(http.StatusNotFound, "not_found", "no such "+idParam)
 	}
 	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(table),
@@ -136,14 +137,14 @@ func GetOwn(ctx context.Context, req events.APIGatewayV2HTTPRequest, db Reader, 
 	})
 	if err != nil {
 		log.Error("read", "table", table, "error", err.Error())
-		return idem.ErrorResponse(http.StatusServiceUnavailable, "internal_error", "could not read; retry")
+		return httpapi.ErrorResponse(http.StatusServiceUnavailable, "internal_error", "could not read; retry")
 	}
 	if len(out.Item) == 0 {
-		return idem.ErrorResponse(http.StatusNotFound, "not_found", "no such "+idParam)
+		return httpapi.ErrorResponse(http.StatusNotFound, "not_found", "no such "+idParam)
 	}
 	if err := attributevalue.UnmarshalMap(out.Item, v); err != nil {
 		log.Error("decode", "table", table, "error", err.Error())
-		return idem.ErrorResponse(http.StatusInternalServerError, "internal_error", "could not read")
+		return httpapi.ErrorResponse(http.StatusInternalServerError, "internal_error", "could not read")
 	}
 	return JSON(http.StatusOK, render())
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/httpapi"
 )
 
 // SAMLocalEnv is the variable the SAM CLI sets to "true" in the containers
@@ -72,7 +72,7 @@ func UnverifiedClaims(h Handler, claim string, log *slog.Logger) Handler {
 // token, unverified, into claims as API Gateway passes them: every value a
 // string. Anything that is not a readable JWT gives none.
 func bearerClaims(headers map[string]string) map[string]string {
-	h, _ := idem.HeaderValue(headers, "Authorization")
+	h, _ := httpapi.HeaderValue(headers, "Authorization")
 	scheme, raw, ok := strings.Cut(strings.TrimSpace(h), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return nil

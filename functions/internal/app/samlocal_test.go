@@ -11,12 +11,12 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/httpapi"
 )
 
 // whoami answers 200 with the scope the idem adapter would take, or its 401.
 var whoami = Routes{"GET /me": func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	scope, _, refusal := idem.CheckRequest(&req, "sub", 0)
+	scope, _, refusal := httpapi.CheckRequest(&req, "sub", 0)
 	if refusal != nil {
 		return refusal.Response(), nil
 	}

@@ -1,0 +1,111 @@
+// Package httpapi holds what every handler behind API Gateway's HTTP API
+// needs, idempotent or not: the caller's verified scope, the body decoded
+// and held to a limit, header look-ups in any case, and errors rendered as
+// RFC 9457 problem details with a stable code. pkg/idem's adapters and the
+// functions both use it.
+package httpapi
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// MaxScopeLength is the longest identity accepted as a scope, in bytes.
+const MaxScopeLength = 1024
+
+// Refusal is a request turned away before any write.
+type Refusal struct {
+	StatusCode int
+	Code       string
+	Message    string
+}
+
+// Response renders the refusal as a problem details response.
+func (r *Refusal) Response() events.APIGatewayV2HTTPResponse {
+	return ErrorResponse(r.StatusCode, r.Code, r.Message)
+}
+
+// Problem is the refusal as problem details.
+func (r *Refusal) Problem() Problem { return NewProblem(r.StatusCode, r.Code, r.Message) }
+
+// Unauthenticated is the 401 of a request without a usable verified identity.
+func Unauthenticated() *Refusal {
+	return &Refusal{http.StatusUnauthorized, "unauthenticated", "no verified identity on this request"}
+}
+
+// CheckScope refuses an identity that cannot be a scope (401): none, or one
+// over MaxScopeLength.
+func CheckScope(scope string) *Refusal {
+	if scope == "" || len(scope) > MaxScopeLength {
+		return Unauthenticated()
+	}
+	return nil
+}
+
+// DecodeBody decodes a body that may be base64 (400 if it does not decode)
+// and holds it to maxBody bytes when maxBody is positive (413).
+func DecodeBody(body string, isBase64 bool, maxBody int) ([]byte, *Refusal) {
+	b := []byte(body)
+	if isBase64 {
+		d, err := base64.StdEncoding.DecodeString(body)
+		if err != nil {
+			return nil, &Refusal{http.StatusBadRequest, "invalid_body", "body is marked base64 but does not decode"}
+		}
+		b = d
+	}
+	return b, CheckSize(len(b), maxBody)
+}
+
+// CheckSize refuses a body of n bytes over maxBody (413) when maxBody is positive.
+func CheckSize(n, maxBody int) *Refusal {
+	if maxBody > 0 && n > maxBody {
+		return &Refusal{http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("body is %d bytes or more, over the limit of %d", n, maxBody)}
+	}
+	return nil
+}
+
+// CheckRequest does what every handler behind an HTTP API needs before any
+// write: it reads the scope from the verified JWT claim (401 if there is
+// none; claim "" is "sub"), decodes a base64 body, and enforces the body
+// limit (413).
+func CheckRequest(req *events.APIGatewayV2HTTPRequest, claim string, maxBody int) (scope string, body []byte, refusal *Refusal) {
+	scope = JWTClaim(req, claim)
+	if r := CheckScope(scope); r != nil {
+		return "", nil, r
+	}
+	body, refusal = DecodeBody(req.Body, req.IsBase64Encoded, maxBody)
+	if refusal != nil {
+		return "", nil, refusal
+	}
+	return scope, body, nil
+}
+
+// JWTClaim is the claim that API Gateway's JWT authorizer verified ("" if
+// none; claim "" is "sub"). No header can set it.
+func JWTClaim(req *events.APIGatewayV2HTTPRequest, claim string) string {
+	if claim == "" {
+		claim = "sub"
+	}
+	if a := req.RequestContext.Authorizer; a != nil && a.JWT != nil {
+		return a.JWT.Claims[claim]
+	}
+	return ""
+}
+
+// HeaderValue looks a header up by name, in any case. API Gateway lowercases
+// names in payload 2.0, but a test event or another front end may not.
+func HeaderValue(headers map[string]string, name string) (string, bool) {
+	if v, ok := headers[strings.ToLower(name)]; ok {
+		return v, true
+	}
+	for k, v := range headers {
+		if strings.EqualFold(k, name) {
+			return v, true
+		}
+	}
+	return "", false
+}

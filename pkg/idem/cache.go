@@ -1,0 +1,83 @@
+package idem
+
+import (
+	"sync"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+)
+
+// CacheOptions bound Options.Cache, the execution environment's cache of
+// completed responses. It is off unless both bounds are positive.
+type CacheOptions struct {
+	MaxEntries int // the most responses kept
+	MaxBytes   int // the most bytes of responses kept (bodies, headers, cookies)
+}
+
+// cached is one completed response, kept no longer than its record.
+type cached struct {
+	fingerprint string
+	resp        Response
+	expiresAt   int64 // epoch seconds, as the record's expires_at
+	size        int
+}
+
+// responseCache is an LRU of completed responses, bounded in entries and
+// bytes. Only completed records enter it, so what it answers is what the
+// table would: the same response or the same 422.
+type responseCache struct {
+	mu    sync.Mutex
+	lru   *simplelru.LRU[string, cached]
+	bytes int
+	max   int
+}
+
+func newResponseCache(o CacheOptions) *responseCache {
+	if o.MaxEntries <= 0 || o.MaxBytes <= 0 {
+		return nil
+	}
+	c := &responseCache{max: o.MaxBytes}
+	c.lru, _ = simplelru.NewLRU(o.MaxEntries, func(_ string, v cached) { c.bytes -= v.size }) // size > 0: no error
+	return c
+}
+
+// get is the live entry of pk, if any. A nil cache has none.
+func (c *responseCache) get(pk string, now time.Time) (cached, bool) {
+	if c == nil {
+		return cached{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.lru.Get(pk)
+	if ok && v.expiresAt < now.Unix() {
+		c.lru.Remove(pk)
+		return cached{}, false
+	}
+	return v, ok
+}
+
+// put keeps a completed response, evicting the least recently used entries
+// until the bytes fit; a response larger than the whole cache is not kept.
+func (c *responseCache) put(pk, fp string, resp Response, expiresAt int64) {
+	if c == nil {
+		return
+	}
+	v := cached{fingerprint: fp, resp: resp, expiresAt: expiresAt, size: len(pk) + len(fp) + len(resp.Body)}
+	for k, h := range resp.Header {
+		v.size += len(k) + len(h)
+	}
+	for _, ck := range resp.Cookies {
+		v.size += len(ck)
+	}
+	if v.size > c.max {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lru.Remove(pk)
+	c.lru.Add(pk, v)
+	c.bytes += v.size
+	for c.bytes > c.max {
+		c.lru.RemoveOldest()
+	}
+}

@@ -1,0 +1,133 @@
+package idem_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkeys/idem/pkg/idem"
+)
+
+// shipTask is a Step Functions task's input: the state machine passes the
+// execution's id and the order; a retry of the state sends the same input.
+type shipTask struct {
+	ExecutionID string `json:"execution_id"`
+	OrderID     string `json:"order_id"`
+	Items       int    `json:"items"`
+	Attempt     int    `json:"attempt"` // changes on every retry: not part of the request
+}
+
+type shipped struct {
+	TrackingID string `json:"tracking_id"`
+	Items      int    `json:"items"`
+}
+
+func TestFunctionRunsATypedTaskOnce(t *testing.T) {
+	f := newFixture(t)
+	var runs atomic.Int32
+	ship, err := idem.Function(f.store, func(ctx context.Context, in shipTask) (shipped, error) {
+		n := runs.Add(1)
+		idem.TxFrom(ctx).Add(f.orderPut("shipper", in.OrderID, "shipped"), nil)
+		return shipped{TrackingID: "trk-" + in.OrderID + "-" + string(rune('0'+n)), Items: in.Items}, nil
+	}, func(o *idem.FunctionOptions[shipTask]) {
+		o.Scope = "shipper"
+		o.Key = func(in shipTask) string { return in.ExecutionID }
+		o.Fingerprint = func(in shipTask) any { return []any{in.OrderID, in.Items} }
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	first, err := ship(ctx, shipTask{"exec-1", "o-1", 3, 1})
+	if err != nil || first.TrackingID != "trk-o-1-1" || first.Items != 3 || f.order("shipper", "o-1") == nil {
+		t.Fatalf("first = %+v %v", first, err)
+	}
+	again, err := ship(ctx, shipTask{"exec-1", "o-1", 3, 2}) // a retried state: Attempt is outside the fingerprint
+	if err != nil || again != first || runs.Load() != 1 {
+		t.Fatalf("replay = %+v %v after %d runs, want the first Out decoded", again, err, runs.Load())
+	}
+	if _, err := ship(ctx, shipTask{"exec-1", "o-2", 3, 1}); !errors.Is(err, idem.ErrFingerprintMismatch) {
+		t.Fatalf("another order under the execution id: %v, want ErrFingerprintMismatch", err)
+	}
+	before := f.items()
+	if _, err := ship(ctx, shipTask{"", "o-3", 1, 1}); !errors.Is(err, idem.ErrNoKey) || runs.Load() != 1 || f.items() != before {
+		t.Fatalf("no key: %v, %d runs, want ErrNoKey and nothing run or written", err, runs.Load())
+	}
+}
+
+func TestFunctionPassThroughAndOptions(t *testing.T) {
+	f := newFixture(t)
+	echo := func(ctx context.Context, in shipTask) (shipped, error) {
+		return shipped{TrackingID: "direct", Items: in.Items}, nil
+	}
+	h, err := idem.Function(f.store, echo, func(o *idem.FunctionOptions[shipTask]) {
+		o.Scope, o.PassThrough = "shipper", true
+		o.Key = func(in shipTask) string { return in.ExecutionID }
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := h(context.Background(), shipTask{Items: 2}); err != nil || out.TrackingID != "direct" || f.items() != 0 {
+		t.Fatalf("pass-through = %+v %v with %d records", out, err, f.items())
+	}
+	if _, err := idem.Function(f.store, echo, func(o *idem.FunctionOptions[shipTask]) { o.Scope = "shipper" }); !errors.Is(err, idem.ErrInvalidOptions) {
+		t.Fatalf("no Key function: %v, want ErrInvalidOptions", err)
+	}
+}
+
+// The middleware's own cases: the handler's writes commit with its
+// response, the ServeMux pattern's path values are part of the request,
+// cookies are replayed, and a 5xx is not stored.
+func TestMiddlewareOnServeMux(t *testing.T) {
+	f := newFixture(t)
+	var runs atomic.Int32
+	mw := f.store.Middleware(func(o *idem.MiddlewareOptions) { o.Scope = func(*http.Request) string { return "alice" } })
+	mux := http.NewServeMux()
+	mux.Handle("POST /orders/{id}/ship", mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		if r.URL.Query().Get("fail") != "" {
+			http.Error(w, "upstream down", http.StatusBadGateway)
+			return
+		}
+		idem.TxFrom(r.Context()).Add(types.TransactWriteItem{Put: &types.Put{TableName: aws.String(f.business), Item: map[string]types.AttributeValue{
+			"scope": &types.AttributeValueMemberS{Value: "alice"}, "order_id": &types.AttributeValueMemberS{Value: r.PathValue("id")},
+		}}}, nil)
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Add("Set-Cookie", "a=1")
+		w.Header().Add("Set-Cookie", "b=2")
+		w.WriteHeader(201)
+		io.WriteString(w, "shipped "+r.PathValue("id")+" "+string(b))
+	})))
+	send := func(path, key, body string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		r := httptest.NewRequest("POST", path, strings.NewReader(body))
+		r.Header.Set("Idempotency-Key", key)
+		mux.ServeHTTP(rec, r)
+		return rec
+	}
+	first := send("/orders/o1/ship", "k1", "")
+	again := send("/orders/o1/ship", "k1", "")
+	if first.Code != 201 || again.Body.String() != "shipped o1 " || again.Header().Get(idem.HeaderReplayed) != "true" || runs.Load() != 1 || f.order("alice", "o1") == nil {
+		t.Fatalf("first %d %q, replay %d %q %v after %d runs", first.Code, first.Body, again.Code, again.Body, again.Header(), runs.Load())
+	}
+	if c := again.Header().Values("Set-Cookie"); len(c) != 2 || c[0] != "a=1" || c[1] != "b=2" {
+		t.Fatalf("replayed cookies = %v", c)
+	}
+	if other := send("/orders/o2/ship", "k1", ""); other.Code != 422 {
+		t.Fatalf("another path value under the key = %d, want 422", other.Code)
+	}
+	if failed := send("/orders/o3/ship?fail=1", "k2", ""); failed.Code != 502 || f.order("alice", "o3") != nil {
+		t.Fatalf("a 5xx = %d", failed.Code)
+	}
+	if retried := send("/orders/o3/ship?fail=1", "k2", ""); retried.Code != 502 || retried.Header().Get(idem.HeaderReplayed) != "" || runs.Load() != 3 {
+		t.Fatalf("the 5xx's retry = %d %v after %d runs, want the handler run again", retried.Code, retried.Header(), runs.Load())
+	}
+}
