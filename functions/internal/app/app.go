@@ -154,15 +154,19 @@ func GetOwn(ctx context.Context, req events.APIGatewayV2HTTPRequest, db Reader, 
 // shortens the lease, so that a local demonstration of a crash need not wait
 // out the default; the lease is cut to the Lambda's deadline in any case.
 // It refuses to start on a global table (idem.CheckSingleRegion): one
-// DescribeTable call at cold start.
+// DescribeTable call at cold start. A describe that fails (the network, a
+// missing permission) is logged and does not stop the function: only a
+// table known to be replicated does.
 func Store(ctx context.Context, db *dynamodb.Client, log *slog.Logger, optFns ...func(*idem.Options)) (*idem.Store, error) {
 	table, err := Env("IDEMPOTENCY_TABLE")
 	if err != nil {
 		return nil, err
 	}
 	// A global table breaks the guarantee: refuse to start on one.
-	if err := idem.CheckSingleRegion(ctx, db, table); err != nil {
+	if err := idem.CheckSingleRegion(ctx, db, table); errors.Is(err, idem.ErrReplicatedTable) {
 		return nil, err
+	} else if err != nil {
+		log.Warn("idem: could not check that the idempotency table is in one Region", "table", table, "error", err.Error())
 	}
 	var lease time.Duration
 	if v := os.Getenv("IDEM_LEASE"); v != "" {
