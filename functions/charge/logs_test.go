@@ -1,34 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/idemkeys/idem/local/proc"
 	"github.com/idemkeys/idem/local/provider"
 	"github.com/idemkeys/idem/pkg/idem"
 )
-
-// syncBuffer is a log sink safe for the handler's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestLogsCarryNoBodyKeyOrCardField runs every kind of outcome with the
 // logger the function uses in Lambda (JSON), at debug so that nothing is
@@ -38,7 +19,7 @@ func (s *syncBuffer) String() string {
 // billing details, description, metadata, object ids.
 func TestLogsCarryNoBodyKeyOrCardField(t *testing.T) {
 	f := newFixture(t)
-	var logs syncBuffer
+	var logs proc.Output
 	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	store, err := idem.New(f.raw, f.tables[0], func(o *idem.Options) { o.Logger, o.Clock = log, f.clock.now })
 	if err != nil {

@@ -19,12 +19,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkeys/idem/functions/internal/apitest"
 	"github.com/idemkeys/idem/functions/internal/app"
 	"github.com/idemkeys/idem/local/apigw"
 	"github.com/idemkeys/idem/local/dynamotest"
+	"github.com/idemkeys/idem/local/measure"
 	"github.com/idemkeys/idem/pkg/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
 )
@@ -36,9 +36,9 @@ import (
 // at LOAD_REQUESTS=10000 with LOAD_SWEEP=1 and writes BENCH_OUT. Throughput
 // is reported as ratios to plain measured in the same rounds, never asserted.
 func TestLoad(t *testing.T) {
-	n := envInt("LOAD_REQUESTS", 300)
-	clients := envInt("LOAD_CLIENTS", 32)
-	rounds := envInt("LOAD_ROUNDS", 3)
+	n := measure.EnvInt("LOAD_REQUESTS", 300)
+	clients := measure.EnvInt("LOAD_CLIENTS", 32)
+	rounds := measure.EnvInt("LOAD_ROUNDS", 3)
 	all, ratios := compare(t, n, clients, rounds, 0)
 	var report strings.Builder
 	fmt.Fprintf(&report, "POST /orders, %d requests per handler in %d rounds (the handlers' order rotating), %d concurrent clients, 20%% duplicates (a repeat of one of the last 64 keys, often in flight)\n\n", len(all["plain"].latencies), rounds, clients)
@@ -46,14 +46,14 @@ func TestLoad(t *testing.T) {
 	fmt.Fprintln(&report, "|---|---|---|---|---|---|---|")
 	for _, v := range variants {
 		res := all[v]
-		fmt.Fprintf(&report, "| %s | %.0f | %.1f | %.1f | %s | %d | %d |\n", v, res.throughput(), res.pct(50), res.pct(99), spread(ratios[v]), res.orders, res.ops)
+		fmt.Fprintf(&report, "| %s | %.0f | %.1f | %.1f | %s | %d | %d |\n", v, res.throughput(), res.pct(50), res.pct(99), measure.Spread(ratios[v]), res.orders, res.ops)
 	}
 	if sweep := os.Getenv("LOAD_SWEEP"); sweep != "" { // "1" for both, or "clients" or "records"
 		if sweep != "records" {
-			sweepClients(t, &report, envInt("LOAD_SWEEP_REQUESTS", 600), rounds)
+			sweepClients(t, &report, measure.EnvInt("LOAD_SWEEP_REQUESTS", 600), rounds)
 		}
 		if sweep != "clients" {
-			sweepRecords(t, &report, envInt("LOAD_RECORDS_REQUESTS", 1500), rounds)
+			sweepRecords(t, &report, measure.EnvInt("LOAD_RECORDS_REQUESTS", 1500), rounds)
 		}
 	}
 	t.Log("\n" + report.String())
@@ -104,10 +104,6 @@ func checkGuarantee(t *testing.T, v string, res *loadResult) {
 	}
 }
 
-func spread(rs []float64) string {
-	return fmt.Sprintf("%.2f (%.2f–%.2f)", median(rs), slices.Min(rs), slices.Max(rs))
-}
-
 // sweepClients compares the three handlers at 1, 8, 32 and 128 clients.
 func sweepClients(t *testing.T, report *strings.Builder, n, rounds int) {
 	t.Helper()
@@ -117,8 +113,8 @@ func sweepClients(t *testing.T, report *strings.Builder, n, rounds int) {
 	for _, c := range []int{1, 8, 32, 128} {
 		all, ratios := compare(t, n, c, rounds, 100+uint64(c))
 		fmt.Fprintf(report, "| %d | %.0f | %.1f | %.0f | %.1f | %s | %.0f | %.1f | %s |\n", c,
-			all["plain"].throughput(), all["plain"].pct(50), all["Do"].throughput(), all["Do"].pct(50), spread(ratios["Do"]),
-			all["DoAtomic"].throughput(), all["DoAtomic"].pct(50), spread(ratios["DoAtomic"]))
+			all["plain"].throughput(), all["plain"].pct(50), all["Do"].throughput(), all["Do"].pct(50), measure.Spread(ratios["Do"]),
+			all["DoAtomic"].throughput(), all["DoAtomic"].pct(50), measure.Spread(ratios["DoAtomic"]))
 	}
 }
 
@@ -132,7 +128,7 @@ func sweepRecords(t *testing.T, report *strings.Builder, n, rounds int) {
 	tables := map[int]string{}
 	for _, size := range sizes {
 		tables[size] = dynamotest.Table(t, raw, "IdempotencyTable")
-		fill(t, raw, tables[size], size)
+		dynamotest.Fill(t, raw, tables[size], size, time.Now().Add(24*time.Hour).Unix())
 	}
 	all, rates := map[int]*loadResult{}, map[int][]float64{}
 	for r := range rounds {
@@ -156,7 +152,7 @@ func sweepRecords(t *testing.T, report *strings.Builder, n, rounds int) {
 			ratios[r] = rates[size][r] / rates[sizes[0]][r]
 		}
 		res := all[size]
-		fmt.Fprintf(report, "| %d | %.0f | %.1f | %.1f | %s |\n", size, res.throughput(), res.pct(50), res.pct(99), spread(ratios))
+		fmt.Fprintf(report, "| %d | %.0f | %.1f | %.1f | %s |\n", size, res.throughput(), res.pct(50), res.pct(99), measure.Spread(ratios))
 	}
 }
 
@@ -207,19 +203,6 @@ func (r *loadResult) pct(p int) float64 {
 	s := slices.Clone(r.latencies)
 	slices.Sort(s)
 	return float64(s[min(len(s)-1, len(s)*p/100)]) / float64(time.Millisecond)
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
 }
 
 // runLoad sends p's requests with clients workers to a fresh orders table
@@ -323,56 +306,3 @@ func (s *server) plainCreate(ctx context.Context, req events.APIGatewayV2HTTPReq
 
 // fill puts n completed records into the idempotency table with
 // BatchWriteItem, 25 a call, from four clients at once.
-func fill(t *testing.T, db *dynamodb.Client, table string, n int) {
-	t.Helper()
-	exp := strconv.FormatInt(time.Now().Add(24*time.Hour).Unix(), 10)
-	starts := make(chan int)
-	errs := make(chan error, 4)
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range starts {
-				if err := fillBatch(db, table, exp, i, min(i+25, n)); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	for i := 0; i < n; i += 25 {
-		select {
-		case starts <- i:
-		case err := <-errs:
-			t.Fatal(err)
-		}
-	}
-	close(starts)
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		t.Fatal(err)
-	}
-}
-
-func fillBatch(db *dynamodb.Client, table, exp string, from, to int) error {
-	var reqs []types.WriteRequest
-	for j := from; j < to; j++ {
-		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
-			idem.AttrPK:   &types.AttributeValueMemberS{Value: "4:fill:k" + strconv.Itoa(j)},
-			"status":      &types.AttributeValueMemberS{Value: idem.StatusCompleted},
-			"fingerprint": &types.AttributeValueMemberS{Value: "v1:x"},
-			"expires_at":  &types.AttributeValueMemberN{Value: exp},
-			"response":    &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"status": &types.AttributeValueMemberN{Value: "201"}, "body": &types.AttributeValueMemberB{Value: []byte(`{"id":"ord_x"}`)}}},
-		}}})
-	}
-	for len(reqs) > 0 {
-		out, err := db.BatchWriteItem(context.Background(), &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{table: reqs}})
-		if err != nil {
-			return err
-		}
-		reqs = out.UnprocessedItems[table]
-	}
-	return nil
-}

@@ -1,37 +1,23 @@
 package main
 
 import (
-	"bytes"
 	"io"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/idemkeys/idem/functions/internal/apitest"
 	"github.com/idemkeys/idem/functions/internal/app"
 	"github.com/idemkeys/idem/local/dynamotest"
+	"github.com/idemkeys/idem/local/proc"
 	"github.com/idemkeys/idem/pkg/idem"
 )
-
-// syncBuffer is stdout as the function shares it: written from the
-// request's goroutine, read by the test after.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
 
 func TestOrderOutcomesAreEmittedAsEMFLines(t *testing.T) {
 	raw := dynamotest.Client(t)
 	idemTable := dynamotest.Table(t, raw, "IdempotencyTable")
 	orders := dynamotest.Table(t, raw, "OrdersTable")
-	var out syncBuffer
+	var out proc.Output
 	store, err := idem.New(raw, idemTable, func(o *idem.Options) { o.Metrics = app.NewEMF(&out, "order") })
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +29,7 @@ func TestOrderOutcomesAreEmittedAsEMFLines(t *testing.T) {
 	c.Call("POST", "/orders", "alice", "k-1", tea)
 	c.Call("POST", "/orders", "alice", "k-1", `{"items":[{"sku":"tea","quantity":3}]}`)
 
-	docs := apitest.EMF(t, out.buf.Bytes())
+	docs := apitest.EMF(t, []byte(out.String()))
 	var got []string
 	for _, d := range docs {
 		if d[app.DimFunction] != "order" || d[app.MetricCalls] != 1.0 {

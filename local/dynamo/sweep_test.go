@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkeys/idem/local/dynamotest"
+	"github.com/idemkeys/idem/local/measure"
 )
 
 // TestTransactionCostByTableSize measures the engine's TransactWriteItems
@@ -45,13 +46,13 @@ func TestTransactionCostByTableSize(t *testing.T) {
 			sizes = append(sizes, n)
 		}
 	}
-	txs, rounds, clients := envInt("ENGINE_SWEEP_TX", 500), envInt("ENGINE_SWEEP_ROUNDS", 3), envInt("ENGINE_SWEEP_CLIENTS", 8)
+	txs, rounds, clients := measure.EnvInt("ENGINE_SWEEP_TX", 500), measure.EnvInt("ENGINE_SWEEP_ROUNDS", 3), measure.EnvInt("ENGINE_SWEEP_CLIENTS", 8)
 	db := dynamotest.Client(t, func(o *dynamodb.Options) { o.RetryMaxAttempts = 10 })
 	records, rows := map[int]string{}, map[int]string{}
 	for _, size := range sizes {
 		t0 := time.Now()
 		records[size], rows[size] = dynamotest.Table(t, db, "IdempotencyTable"), dynamotest.Table(t, db, "OrdersTable")
-		preload(t, db, records[size], size)
+		dynamotest.Fill(t, db, records[size], size, 4102444800)
 		t.Logf("loaded %d records in %v", size, time.Since(t0).Round(time.Millisecond))
 	}
 	perSec := map[int][]float64{}
@@ -90,55 +91,9 @@ func sweepReport(sizes []int, perSec map[int][]float64, txs, rounds, clients int
 		for r := range rounds {
 			ratios[r] = perSec[size][r] / base[r]
 		}
-		fmt.Fprintf(&b, "| %d | %.0f | %.2f (%.2f–%.2f) |\n", size, median(perSec[size]), median(ratios), slices.Min(ratios), slices.Max(ratios))
+		fmt.Fprintf(&b, "| %d | %.0f | %.2f (%.2f–%.2f) |\n", size, measure.Median(perSec[size]), measure.Median(ratios), slices.Min(ratios), slices.Max(ratios))
 	}
 	return b.String()
-}
-
-// preload puts n records into table with BatchWriteItem, 25 a call, from a
-// few clients at once (the engine serialises them; the HTTP work overlaps).
-func preload(t *testing.T, db *dynamodb.Client, table string, n int) {
-	t.Helper()
-	batches := make(chan int)
-	var failed atomic.Value
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for start := range batches {
-				if err := writeBatch(db, table, start, min(start+25, n)); err != nil {
-					failed.Store(err)
-				}
-			}
-		}()
-	}
-	for start := 0; start < n; start += 25 {
-		batches <- start
-	}
-	close(batches)
-	wg.Wait()
-	if err, _ := failed.Load().(error); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func writeBatch(db *dynamodb.Client, table string, from, to int) error {
-	reqs := make([]types.WriteRequest, 0, to-from)
-	for i := from; i < to; i++ {
-		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: item{
-			"pk": s("4:fill:k" + strconv.Itoa(i)), "status": s("COMPLETED"), "fingerprint": s("v1:x"), "expires_at": n("4102444800"),
-			"response": &types.AttributeValueMemberM{Value: item{"status": n("201"), "body": &types.AttributeValueMemberB{Value: []byte(`{"id":"ord_x"}`)}}},
-		}}})
-	}
-	for len(reqs) > 0 {
-		out, err := db.BatchWriteItem(context.Background(), &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{table: reqs}})
-		if err != nil {
-			return err
-		}
-		reqs = out.UnprocessedItems[table]
-	}
-	return nil
 }
 
 // transactions sends count transactions from clients workers and returns
@@ -201,17 +156,4 @@ func itemCount(t *testing.T, db *dynamodb.Client, table string) int64 {
 		t.Fatal(err)
 	}
 	return aws.ToInt64(out.Table.ItemCount)
-}
-
-func median(xs []float64) float64 {
-	c := slices.Clone(xs)
-	slices.Sort(c)
-	return c[len(c)/2]
-}
-
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
 }

@@ -6,11 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/idemkeys/idem/local/measure"
 	"github.com/idemkeys/idem/local/rie"
 	"github.com/idemkeys/idem/local/stack"
 	"github.com/idemkeys/idem/local/stack/stacktest"
@@ -71,18 +71,12 @@ func TestColdStart(t *testing.T) {
 			t.Fatal(err)
 		}
 		if base == 0 {
-			base = median(wall)
+			base = measure.Median(wall)
 		}
-		table += fmt.Sprintf("| %s | %.1f MB | %.1f ms | %+.1f ms |\n", fn.LogicalID, float64(info.Size())/1e6, median(wall), median(wall)-base)
+		table += fmt.Sprintf("| %s | %.1f MB | %.1f ms | %+.1f ms |\n", fn.LogicalID, float64(info.Size())/1e6, measure.Median(wall), measure.Median(wall)-base)
 	}
 	t.Log("\n" + table)
 	if out := os.Getenv("BENCH_OUT"); out != "" {
 		os.WriteFile(out, []byte(table), 0o644)
 	}
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
 }

@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
@@ -53,25 +52,7 @@ type Runtime struct {
 	url    string
 	cmd    *exec.Cmd
 	exited chan struct{}
-	output *syncBuffer
-}
-
-// syncBuffer keeps the logs that the process writes while a caller reads them.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	output *proc.Output
 }
 
 // Options of Start.
@@ -111,7 +92,7 @@ func Start(ctx context.Context, emulator, bootstrap string, o Options) (*Runtime
 		"AWS_LAMBDA_FUNCTION_NAME=" + filepath.Base(filepath.Dir(abs)),
 		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256",
 	}, o.Env...)
-	r := &Runtime{url: "http://127.0.0.1:" + strconv.Itoa(invokePort) + "/2015-03-31/functions/function/invocations", cmd: cmd, exited: make(chan struct{}), output: &syncBuffer{}}
+	r := &Runtime{url: "http://127.0.0.1:" + strconv.Itoa(invokePort) + "/2015-03-31/functions/function/invocations", cmd: cmd, exited: make(chan struct{}), output: &proc.Output{}}
 	out := o.Output
 	if out == nil {
 		out = r.output

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/idemkeys/idem/local/measure"
 )
 
 func renderReport(b *bench, lat latencies, races, slow map[string][]outcome, others []otherAnswer, rounds, n int) string {
@@ -31,9 +33,9 @@ func renderLatencies(w *strings.Builder, b *bench, lat latencies, n int) {
 				for r := range pt {
 					rs[r] = float64(lat.perOp[id][r]) / float64(pt[r])
 				}
-				ratio = fmt.Sprintf("%.2f (%.2f–%.2f)", medianF(rs), slices.Min(rs), slices.Max(rs))
+				ratio = fmt.Sprintf("%.2f (%.2f–%.2f)", measure.Median(rs), slices.Min(rs), slices.Max(rs))
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %.2f | %s |\n", c.name, lib.name(), showCalls(lat.calls[id], n), perOp(lat.executions[id], n), ms(medianD(lat.perOp[id])), ratio)
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %.2f | %s |\n", c.name, lib.name(), showCalls(lat.calls[id], n), perOp(lat.executions[id], n), ms(measure.Median(lat.perOp[id])), ratio)
 		}
 	}
 }
@@ -97,15 +99,3 @@ func field(os []outcome, f func(outcome) int) []int {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-func medianD(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-func medianF(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
-}

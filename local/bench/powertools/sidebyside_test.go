@@ -39,6 +39,7 @@ import (
 
 	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/dynamotest"
+	"github.com/idemkeys/idem/local/measure"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
@@ -110,7 +111,7 @@ func TestSideBySideWithPowertools(t *testing.T) {
 		t.Skip("set POWERTOOLS_BENCH=1 after installing Powertools into bin/powertools (make bench does both)")
 	}
 	b := newBench(t)
-	rounds, n := envInt("POWERTOOLS_ROUNDS", 5), envInt("POWERTOOLS_N", 100)
+	rounds, n := measure.EnvInt("POWERTOOLS_ROUNDS", 5), measure.EnvInt("POWERTOOLS_N", 100)
 	b.warmUp()
 	lat := b.latencies(rounds, n)
 	races := b.races(rounds)
@@ -179,13 +180,6 @@ func (b *bench) warmUp() {
 		l.seq(keys, body, true)
 	}
 	b.calls.take()
-}
-
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
 }
 
 // count is how many orders a library's table holds under scope key.
