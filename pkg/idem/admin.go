@@ -148,8 +148,7 @@ func (s *Store) Delete(ctx context.Context, rec *KeyRecord, reason string) error
 		},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
+	if ccf := conditionFailed(err); ccf != nil {
 		if found, err := s.seen(ctx, rec.pk, ccf.Item); err != nil || found != nil {
 			return errors.Join(ErrRecordChanged, err)
 		}

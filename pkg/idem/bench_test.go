@@ -209,3 +209,29 @@ func BenchmarkHTTPFirstRequest(b *testing.B) {
 		}
 	}
 }
+
+// TestPathAllocations holds the named benchmarks to the allocation targets
+// of BENCHMARKS.md: FirstRequest at most 60 (85 before the record's values
+// were allocated together), HTTPFirstRequest at most 110 (226 with
+// encoding/json's fingerprint). Allocation counts are exact, so they are
+// asserted; the times are only reported.
+func TestPathAllocations(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		bench func(*testing.B)
+		most  int64
+	}{
+		{"FirstRequest", BenchmarkFirstRequest, 60},
+		{"HTTPFirstRequest", BenchmarkHTTPFirstRequest, 110},
+	} {
+		r := testing.Benchmark(c.bench)
+		if r.N == 0 {
+			t.Fatalf("Benchmark%s did not run", c.name)
+		}
+		if got := r.AllocsPerOp(); got > c.most {
+			t.Errorf("Benchmark%s: %d allocations per operation, want at most %d", c.name, got, c.most)
+		} else {
+			t.Logf("Benchmark%s: %d allocations per operation (at most %d)", c.name, got, c.most)
+		}
+	}
+}

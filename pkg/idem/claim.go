@@ -3,8 +3,8 @@ package idem
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -58,11 +58,10 @@ func (s *Store) claim(ctx context.Context, c *call, seen *record) (*lease, *reco
 		_, err := s.db.PutItem(ctx, putInput(put))
 		return err
 	})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case err == nil:
+	if err == nil {
 		return l, nil, nil
-	case errors.As(err, &ccf):
+	}
+	if ccf := conditionFailed(err); ccf != nil {
 		got, err := s.seen(ctx, c.pk, ccf.Item)
 		if err != nil {
 			return nil, nil, err
@@ -104,11 +103,17 @@ func (s *Store) claimPut(c *call, seen *record, status string, now, leaseUntil t
 	if takeover {
 		r.Attempts, r.CreatedAt = seen.Attempts+1, seen.CreatedAt
 	}
-	put := &types.Put{
+	v := new(struct { // the put and its value, allocated together
+		put types.Put
+		now types.AttributeValueMemberN
+	})
+	v.now.Value = strconv.FormatInt(now.Unix(), 10)
+	put := &v.put
+	*put = types.Put{
 		TableName:                           &s.table,
 		Item:                                r.item(),
 		ConditionExpression:                 exprFresh,
-		ExpressionAttributeValues:           map[string]types.AttributeValue{":now_s": number(now.Unix())},
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":now_s": &v.now},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
 	if takeover {

@@ -97,7 +97,7 @@ func (s *Store) completion(l *lease, writes []Write) completion {
 		Item:                                item,
 		ConditionExpression:                 exprLease,
 		ExpressionAttributeNames:            namesStatus,
-		ExpressionAttributeValues:           leaseValues(l.token, map[string]types.AttributeValue{}),
+		ExpressionAttributeValues:           leaseValues(l.token, make(map[string]types.AttributeValue, 2)),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}}
 }
@@ -105,9 +105,13 @@ func (s *Store) completion(l *lease, writes []Write) completion {
 // complete marks a record item completed now, kept for the TTL from now.
 func (s *Store) complete(item map[string]types.AttributeValue) {
 	now := s.opts.Clock()
-	item[attrStatus] = &types.AttributeValueMemberS{Value: StatusCompleted}
-	item[attrCompletedAt] = number(now.UnixMilli())
-	item[AttrExpiresAt] = number(now.Add(s.opts.TTL).Unix())
+	v := new(struct {
+		status types.AttributeValueMemberS
+		n      [2]types.AttributeValueMemberN
+	})
+	v.status.Value = StatusCompleted
+	numbers(v.n[:], now.UnixMilli(), now.Add(s.opts.TTL).Unix())
+	item[attrStatus], item[attrCompletedAt], item[AttrExpiresAt] = &v.status, &v.n[0], &v.n[1]
 }
 
 // maxConflictRetries bounds the retries of a write that meets a transaction
@@ -127,19 +131,19 @@ func (s *Store) commit(ctx context.Context, c completion, resp Response) outcome
 		return outcome{err: err}
 	}
 	err := retryConflicts(ctx, func(attempt int) error { return s.send(ctx, c.put, c, attempt) })
-	var ccf *types.ConditionalCheckFailedException
-	var cancelled *types.TransactionCanceledException
-	switch {
-	case err == nil:
+	if err == nil {
 		return outcome{res: Result{Response: resp}}
-	case errors.As(err, &ccf):
+	}
+	if ccf := conditionFailed(err); ccf != nil {
 		return s.recordFailed(ctx, c, ccf.Item)
+	}
+	switch cancelled := canceled(err); {
 	case conflicted(err):
 		// Nothing was written by the last send, but an earlier one may
 		// have been (a put has no ClientRequestToken): settle it. Answered
 		// as in progress, never as an internal error.
 		return outcome{err: inFlight(err), unknown: true}
-	case errors.As(err, &cancelled):
+	case cancelled != nil:
 		return s.cancelled(ctx, c, cancelled.CancellationReasons, err)
 	case refused(err):
 		return outcome{err: fmt.Errorf("%w: DynamoDB refused the writes: %w", ErrInvalidWrite, err)}
@@ -233,8 +237,30 @@ func conflicted(err error) bool {
 		return false
 	}
 	var tce *types.TransactionConflictException
-	var cancelled *types.TransactionCanceledException
-	return errors.As(err, &tce) || (errors.As(err, &cancelled) && onlyConflicts(cancelled.CancellationReasons))
+	if errors.As(err, &tce) {
+		return true
+	}
+	cancelled := canceled(err)
+	return cancelled != nil && onlyConflicts(cancelled.CancellationReasons)
+}
+
+// conditionFailed is the failed condition in err, or nil. The target lives
+// here, not in the callers, so a call that succeeds does not allocate it.
+func conditionFailed(err error) *types.ConditionalCheckFailedException {
+	var ccf *types.ConditionalCheckFailedException
+	if err != nil && errors.As(err, &ccf) {
+		return ccf
+	}
+	return nil
+}
+
+// canceled is the cancelled transaction in err, or nil.
+func canceled(err error) *types.TransactionCanceledException {
+	var tce *types.TransactionCanceledException
+	if err != nil && errors.As(err, &tce) {
+		return tce
+	}
+	return nil
 }
 
 // inFlight is the answer to a write that kept meeting a transaction in
@@ -252,8 +278,12 @@ func refused(err error) bool {
 }
 
 func requestToken(pk, token string, attempt int) string {
-	sum := sha256.Sum256([]byte(pk + "\x00" + token + "\x00" + strconv.Itoa(attempt)))
-	return hex.EncodeToString(sum[:18]) // 36 characters, DynamoDB's maximum
+	var buf [256]byte
+	b := append(append(append(append(buf[:0], pk...), 0), token...), 0)
+	sum := sha256.Sum256(strconv.AppendInt(b, int64(attempt), 10))
+	var h [36]byte // 36 characters, DynamoDB's maximum
+	hex.Encode(h[:], sum[:18])
+	return string(h[:])
 }
 
 func reasonCode(reasons []types.CancellationReason, i int) string {

@@ -109,11 +109,10 @@ func (s *Store) lapse(ctx context.Context, pk, token string) (lapsed bool, found
 		})
 		return err
 	})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case err == nil:
+	if err == nil {
 		return true, nil, nil
-	case errors.As(err, &ccf):
+	}
+	if ccf := conditionFailed(err); ccf != nil {
 		found, err = s.seen(ctx, pk, ccf.Item)
 		if found != nil && found.Status == StatusInProgress && found.LeaseToken == lapsedToken(token) {
 			return true, nil, err // an earlier send of this lapse landed
@@ -150,7 +149,7 @@ func (s *Store) settle(ctx context.Context, pk, token string, cause error) outco
 
 // leaseValues are the values of condLease, with more.
 func leaseValues(token string, more map[string]types.AttributeValue) map[string]types.AttributeValue {
-	more[":in_progress"] = &types.AttributeValueMemberS{Value: StatusInProgress}
-	more[":mine"] = &types.AttributeValueMemberS{Value: token}
+	v := [2]types.AttributeValueMemberS{{Value: StatusInProgress}, {Value: token}}
+	more[":in_progress"], more[":mine"] = &v[0], &v[1]
 	return more
 }

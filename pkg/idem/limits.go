@@ -140,8 +140,8 @@ func checkDistinctItems(table string, record *types.Put, writes []Write) error {
 	if len(writes) == 0 {
 		return nil
 	}
-	targets := make([]target, 0, len(writes)+1)
-	targets = append(targets, target{table: table, key: map[string]types.AttributeValue{AttrPK: record.Item[AttrPK]}})
+	var buf [8]target // on the stack for a transaction of a few writes
+	targets := append(buf[:0], target{table: table, key: map[string]types.AttributeValue{AttrPK: record.Item[AttrPK]}})
 	for _, w := range writes {
 		targets = append(targets, targetOf(w.Item))
 	}
