@@ -74,6 +74,8 @@ bench: deps build $(POWERTOOLS)
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pkg/idem | tee bin/bench/inprocess.txt
 	@echo "• calls and capacity per request"
 	$(GO) test -count=1 -run 'TestCostPerRequest$$' -v ./pkg/idem | grep '^ *|' | sed 's/^ *//' | tee bin/bench/cost.md
+	@echo "• replays from the execution environment's cache"
+	CACHE_REPLAYS=2000 BENCH_OUT=$(CURDIR)/bin/bench/cache.md $(GO) test -count=1 -run 'TestCacheReplayCost$$' ./pkg/idem
 	@echo "• cold start and size"
 	BENCH_OUT=$(CURDIR)/bin/bench/coldstart.md $(GO) test -count=1 -run 'TestColdStart$$' ./local/rie
 	@for fn in $(FUNCTIONS); do ls -l bin/arm64/$$fn/bootstrap | awk -v f=$$fn '{printf "%s linux/arm64 stripped: %.1f MB\n", f, $$5/1e6}'; done | tee bin/bench/sizes.txt
@@ -81,7 +83,7 @@ bench: deps build $(POWERTOOLS)
 	ENGINE_SWEEP=1 BENCH_OUT=$(CURDIR)/bin/bench/engine.md $(GO) test -count=1 -timeout 20m -run 'TestTransactionCostByTableSize$$' ./local/dynamo
 	@echo "• the order handler under load on the local engine: plain, Do, DoAtomic"
 	LOAD_REQUESTS=$(LOAD_REQUESTS) LOAD_SWEEP=1 BENCH_OUT=$(CURDIR)/bin/bench/load.md $(GO) test -count=1 -timeout 60m -run 'TestLoad$$' ./functions/order
-	@cat bin/bench/coldstart.md bin/bench/engine.md bin/bench/load.md
+	@cat bin/bench/cache.md bin/bench/coldstart.md bin/bench/engine.md bin/bench/load.md
 	@$(MAKE) --no-print-directory bench-powertools
 
 # pkg/idem beside Powertools for AWS Lambda (TypeScript), on the same engine
