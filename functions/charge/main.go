@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/functions/internal/emf"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
@@ -64,7 +65,7 @@ func newServer(ctx context.Context) (*server, error) {
 		}
 		secret = aws.ToString(out.Parameter.Value)
 	}
-	store, err := app.Store(ctx, db, log, func(o *idem.Options) { o.Metrics = app.NewEMF(os.Stdout, "charge") })
+	store, err := app.Store(ctx, db, log, func(o *idem.Options) { o.Metrics = emf.New(os.Stdout, "charge") })
 	if err != nil {
 		return nil, err
 	}

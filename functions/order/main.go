@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/functions/internal/emf"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
@@ -45,7 +46,7 @@ func newServer(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := app.Store(ctx, db, log, func(o *idem.Options) { o.Metrics = app.NewEMF(os.Stdout, "order") })
+	store, err := app.Store(ctx, db, log, func(o *idem.Options) { o.Metrics = emf.New(os.Stdout, "order") })
 	if err != nil {
 		return nil, err
 	}

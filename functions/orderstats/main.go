@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/functions/internal/emf"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
@@ -40,7 +41,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	store, err := app.Store(ctx, db, log, func(o *idem.Options) { o.TTL, o.Metrics = MarkerTTL, app.NewEMF(os.Stdout, "orderstats") })
+	store, err := app.Store(ctx, db, log, func(o *idem.Options) { o.TTL, o.Metrics = MarkerTTL, emf.New(os.Stdout, "orderstats") })
 	if err != nil {
 		return err
 	}
