@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/functions/internal/config"
 	"github.com/idemkeys/idem/functions/internal/emf"
 	"github.com/idemkeys/idem/pkg/idem"
 )
@@ -40,22 +41,22 @@ func main() {
 }
 
 func newServer(ctx context.Context) (*server, error) {
-	log := app.Logger()
-	cfg, db, err := app.AWS(ctx)
+	log := config.Logger()
+	cfg, db, err := config.AWS(ctx)
 	if err != nil {
 		return nil, err
 	}
-	charges, err := app.Env("CHARGES_TABLE")
+	charges, err := config.Env("CHARGES_TABLE")
 	if err != nil {
 		return nil, err
 	}
-	baseURL, err := app.Env("PROVIDER_BASE_URL")
+	baseURL, err := config.Env("PROVIDER_BASE_URL")
 	if err != nil {
 		return nil, err
 	}
 	secret := os.Getenv("PROVIDER_SECRET_KEY")
 	if secret == "" {
-		name, err := app.Env("PROVIDER_SECRET_PARAMETER")
+		name, err := config.Env("PROVIDER_SECRET_PARAMETER")
 		if err != nil {
 			return nil, fmt.Errorf("set PROVIDER_SECRET_KEY or PROVIDER_SECRET_PARAMETER: %w", err)
 		}
@@ -65,12 +66,12 @@ func newServer(ctx context.Context) (*server, error) {
 		}
 		secret = aws.ToString(out.Parameter.Value)
 	}
-	store, err := app.Store(ctx, db, log, func(o *idem.Options) { o.Metrics = emf.New(os.Stdout, "charge") })
+	store, err := config.Store(ctx, db, log, func(o *idem.Options) { o.Metrics = emf.New(os.Stdout, "charge") })
 	if err != nil {
 		return nil, err
 	}
 	return &server{
-		store: store, db: db, table: charges, scopeClaim: app.ScopeClaim(), log: log, now: time.Now,
+		store: store, db: db, table: charges, scopeClaim: config.ScopeClaim(), log: log, now: time.Now,
 		payments: newStripePayments(baseURL, secret, log),
 	}, nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/functions/internal/config"
 	"github.com/idemkeys/idem/functions/internal/emf"
 	"github.com/idemkeys/idem/pkg/idem"
 )
@@ -37,16 +38,16 @@ func main() {
 }
 
 func newServer(ctx context.Context) (*server, error) {
-	log := app.Logger()
-	_, db, err := app.AWS(ctx)
+	log := config.Logger()
+	_, db, err := config.AWS(ctx)
 	if err != nil {
 		return nil, err
 	}
-	orders, err := app.Env("ORDERS_TABLE")
+	orders, err := config.Env("ORDERS_TABLE")
 	if err != nil {
 		return nil, err
 	}
-	store, err := app.Store(ctx, db, log, func(o *idem.Options) { o.Metrics = emf.New(os.Stdout, "order") })
+	store, err := config.Store(ctx, db, log, func(o *idem.Options) { o.Metrics = emf.New(os.Stdout, "order") })
 	if err != nil {
 		return nil, err
 	}
@@ -54,5 +55,5 @@ func newServer(ctx context.Context) (*server, error) {
 	if fast != "" && fast != "true" && fast != "false" {
 		return nil, fmt.Errorf("ORDER_FAST_PATH=%q: want true or false", fast)
 	}
-	return &server{store: store, db: db, table: orders, scopeClaim: app.ScopeClaim(), fastPath: fast == "true", log: log, now: time.Now}, nil
+	return &server{store: store, db: db, table: orders, scopeClaim: config.ScopeClaim(), fastPath: fast == "true", log: log, now: time.Now}, nil
 }
