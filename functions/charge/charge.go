@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stripe/stripe-go/v82"
 
-	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/functions/internal/httpx"
 	"github.com/idemkeys/idem/pkg/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
 )
@@ -57,8 +57,8 @@ type server struct {
 	now        func() time.Time
 }
 
-func (s *server) routes() app.Routes {
-	return app.Routes{
+func (s *server) routes() httpx.Routes {
+	return httpx.Routes{
 		"POST /charges": idem.HTTPTyped(s.store, parseChargeBody, s.create, func(o *idem.HTTPOptions) {
 			o.ScopeClaim, o.MaxBodyBytes, o.Logger = s.scopeClaim, maxBody, s.log
 		}),
@@ -179,7 +179,7 @@ func respond(ch *charge, a answer) (events.APIGatewayV2HTTPResponse, bool) {
 	if ch.Status != string(stripe.PaymentIntentStatusSucceeded) {
 		status = http.StatusAccepted // not final: processing, requires_action
 	}
-	resp := app.JSON(status, ch)
+	resp := httpx.JSON(status, ch)
 	resp.Headers["Location"] = "/charges/" + ch.ID
 	return resp, true
 }
@@ -202,7 +202,7 @@ func declined(ch *charge, pi *stripe.PaymentIntent, e *stripe.Error) {
 // get reads one of the caller's charges.
 func (s *server) get(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	var ch charge
-	return app.GetOwn(ctx, req, s.db, s.table, s.scopeClaim, "id", attrChargeID, &ch, func() any {
+	return httpx.GetOwn(ctx, req, s.db, s.table, s.scopeClaim, "id", attrChargeID, &ch, func() any {
 		ch.Object = "charge"
 		return ch
 	}, s.log), nil

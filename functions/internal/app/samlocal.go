@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/idemkeys/idem/functions/internal/httpx"
 	"github.com/idemkeys/idem/pkg/httpapi"
 )
 
@@ -27,7 +28,7 @@ type Handler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGa
 // (AWS_SAM_LOCAL=true, read once, now) it is r.Handle behind
 // UnverifiedClaims; everywhere else it is r.Handle itself, and a request
 // without verified claims is refused (401).
-func Serve(r Routes, claim string, log *slog.Logger) Handler {
+func Serve(r httpx.Routes, claim string, log *slog.Logger) Handler {
 	if os.Getenv(SAMLocalEnv) != "true" {
 		return r.Handle
 	}

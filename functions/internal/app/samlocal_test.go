@@ -11,11 +11,12 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/idemkeys/idem/functions/internal/httpx"
 	"github.com/idemkeys/idem/pkg/httpapi"
 )
 
 // whoami answers 200 with the scope the idem adapter would take, or its 401.
-var whoami = Routes{"GET /me": func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+var whoami = httpx.Routes{"GET /me": func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	scope, _, refusal := httpapi.CheckRequest(&req, "sub", 0)
 	if refusal != nil {
 		return refusal.Response(), nil

@@ -1,6 +1,7 @@
-// Package app holds what the HTTP functions share: routing by API Gateway
-// route key and JSON bodies.
-package app
+// Package httpx is what the HTTP API functions share to answer requests:
+// routing by API Gateway route key, JSON responses, strict JSON bodies, 400
+// refusals, and reading the caller's own item for GET /<things>/{id}.
+package httpx
 
 import (
 	"bytes"
