@@ -9,7 +9,7 @@
 //	PROVIDER_BASE_URL                  the Stripe-compatible API
 //	PROVIDER_SECRET_KEY                its secret key, or else
 //	PROVIDER_SECRET_PARAMETER          the SSM SecureString parameter holding it
-//	AWS_SAM_LOCAL                      "true" under the SAM CLI only: the scope from the unverified bearer token (app.Serve)
+//	AWS_SAM_LOCAL                      "true" under the SAM CLI only: the scope from the unverified bearer token (samlocal.Serve)
 //	DYNAMODB_ENDPOINT                  a local DynamoDB engine, for local runs
 package main
 
@@ -23,9 +23,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
-	"github.com/idemkeys/idem/functions/internal/app"
 	"github.com/idemkeys/idem/functions/internal/config"
 	"github.com/idemkeys/idem/functions/internal/emf"
+	"github.com/idemkeys/idem/functions/internal/samlocal"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
@@ -37,7 +37,7 @@ func main() {
 	}
 	// Under the SAM CLI (AWS_SAM_LOCAL=true), whose start-api skips the JWT
 	// authorizer, the scope comes from the unverified bearer token.
-	lambda.Start(app.Serve(s.routes(), s.scopeClaim, s.log))
+	lambda.Start(samlocal.Serve(s.routes(), s.scopeClaim, s.log))
 }
 
 func newServer(ctx context.Context) (*server, error) {

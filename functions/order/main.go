@@ -8,7 +8,7 @@
 //	SCOPE_CLAIM                       the JWT claim that names the caller (default sub)
 //	IDEM_LEASE                        a shorter idempotency lease, for local runs (e.g. 3s)
 //	ORDER_FAST_PATH                   "true": POST /orders in one transaction (idem.Store.DoAtomic)
-//	AWS_SAM_LOCAL                     "true" under the SAM CLI only: the scope from the unverified bearer token (app.Serve)
+//	AWS_SAM_LOCAL                     "true" under the SAM CLI only: the scope from the unverified bearer token (samlocal.Serve)
 //	DYNAMODB_ENDPOINT                 a local DynamoDB engine, for local runs
 package main
 
@@ -20,9 +20,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/idemkeys/idem/functions/internal/app"
 	"github.com/idemkeys/idem/functions/internal/config"
 	"github.com/idemkeys/idem/functions/internal/emf"
+	"github.com/idemkeys/idem/functions/internal/samlocal"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
@@ -34,7 +34,7 @@ func main() {
 	}
 	// Under the SAM CLI (AWS_SAM_LOCAL=true), whose start-api skips the JWT
 	// authorizer, the scope comes from the unverified bearer token.
-	lambda.Start(app.Serve(s.routes(), s.scopeClaim, s.log))
+	lambda.Start(samlocal.Serve(s.routes(), s.scopeClaim, s.log))
 }
 
 func newServer(ctx context.Context) (*server, error) {
