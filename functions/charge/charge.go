@@ -202,8 +202,9 @@ func declined(ch *charge, pi *stripe.PaymentIntent, e *stripe.Error) {
 // get reads one of the caller's charges.
 func (s *server) get(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	var ch charge
-	return httpx.GetOwn(ctx, req, s.db, s.table, s.scopeClaim, "id", attrChargeID, &ch, func() any {
+	own := httpx.OwnItems{DB: s.db, Table: s.table, Claim: s.scopeClaim, IDParam: "id", IDAttr: attrChargeID, Log: s.log}
+	return own.Get(ctx, req, &ch, func() any {
 		ch.Object = "charge"
 		return ch
-	}, s.log), nil
+	}), nil
 }

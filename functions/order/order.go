@@ -198,8 +198,9 @@ func (s *server) put(ctx context.Context, req events.APIGatewayV2HTTPRequest) (e
 // get reads one of the caller's orders.
 func (s *server) get(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	var o order
-	return httpx.GetOwn(ctx, req, s.db, s.table, s.scopeClaim, "order_id", attrOrderID, &o, func() any {
+	own := httpx.OwnItems{DB: s.db, Table: s.table, Claim: s.scopeClaim, IDParam: "order_id", IDAttr: attrOrderID, Log: s.log}
+	return own.Get(ctx, req, &o, func() any {
 		o.Object = "order"
 		return o
-	}, s.log), nil
+	}), nil
 }

@@ -83,35 +83,45 @@ type Reader interface {
 // ID is the form of the ids in paths: charge and order ids.
 var ID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 
-// GetOwn answers GET /<things>/{id} for the caller: the item of (scope, id)
-// in table, decoded into v and rendered by render, or 404. Another caller's
-// item is 404 too, the same as none, so that ids cannot be probed across
-// tenants.
-func GetOwn(ctx context.Context, req events.APIGatewayV2HTTPRequest, db Reader, table, claim, idParam, idAttr string, v any, render func() any, log *slog.Logger) events.APIGatewayV2HTTPResponse {
-	scope, _, refusal := httpapi.CheckRequest(&req, claim, 0)
+// OwnItems reads the callers' own items of one table, keyed by (scope, id),
+// for GET /<things>/{id}.
+type OwnItems struct {
+	DB      Reader
+	Table   string
+	Claim   string // the JWT claim that names the caller, whose value is the scope
+	IDParam string // the path parameter that holds the id
+	IDAttr  string // the table's sort key attribute, which holds the id
+	Log     *slog.Logger
+}
+
+// Get answers GET /<things>/{id} for the caller: the item of (scope, id),
+// decoded into v and rendered by render, or 404. Another caller's item is
+// 404 too, the same as none, so that ids cannot be probed across tenants.
+func (o OwnItems) Get(ctx context.Context, req events.APIGatewayV2HTTPRequest, v any, render func() any) events.APIGatewayV2HTTPResponse {
+	scope, _, refusal := httpapi.CheckRequest(&req, o.Claim, 0)
 	if refusal != nil {
 		return refusal.Response()
 	}
-	id := req.PathParameters[idParam]
+	id := req.PathParameters[o.IDParam]
 	if !ID.MatchString(id) {
-		return httpapi.ErrorResponse(http.StatusNotFound, "not_found", "no such "+idParam)
+		return httpapi.ErrorResponse(http.StatusNotFound, "not_found", "no such "+o.IDParam)
 	}
-	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(table),
+	out, err := o.DB.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(o.Table),
 		Key: map[string]types.AttributeValue{
-			"scope": &types.AttributeValueMemberS{Value: scope},
-			idAttr:  &types.AttributeValueMemberS{Value: id},
+			"scope":  &types.AttributeValueMemberS{Value: scope},
+			o.IDAttr: &types.AttributeValueMemberS{Value: id},
 		},
 	})
 	if err != nil {
-		log.Error("read", "table", table, "error", err.Error())
+		o.Log.Error("read", "table", o.Table, "error", err.Error())
 		return httpapi.ErrorResponse(http.StatusServiceUnavailable, "internal_error", "could not read; retry")
 	}
 	if len(out.Item) == 0 {
-		return httpapi.ErrorResponse(http.StatusNotFound, "not_found", "no such "+idParam)
+		return httpapi.ErrorResponse(http.StatusNotFound, "not_found", "no such "+o.IDParam)
 	}
 	if err := attributevalue.UnmarshalMap(out.Item, v); err != nil {
-		log.Error("decode", "table", table, "error", err.Error())
+		o.Log.Error("decode", "table", o.Table, "error", err.Error())
 		return httpapi.ErrorResponse(http.StatusInternalServerError, "internal_error", "could not read")
 	}
 	return JSON(http.StatusOK, render())
