@@ -10,7 +10,7 @@ import (
 
 	"github.com/awslabs/goformation/v7/cloudformation/cloudwatch"
 
-	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/functions/internal/emf"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
@@ -66,8 +66,8 @@ func TestOutcomeAlarmsWatchTheEmittedMetrics(t *testing.T) {
 		if !ok {
 			t.Fatalf("no %s", id)
 		}
-		if *a.Namespace != app.MetricsNamespace || *a.MetricName != app.MetricCalls || !dimension(a, app.DimOutcome, string(want.outcome)) {
-			t.Errorf("%s watches %s/%s %v, the functions emit %s/%s with %s=%s", id, *a.Namespace, *a.MetricName, a.Dimensions, app.MetricsNamespace, app.MetricCalls, app.DimOutcome, want.outcome)
+		if *a.Namespace != emf.Namespace || *a.MetricName != emf.MetricCalls || !dimension(a, emf.DimOutcome, string(want.outcome)) {
+			t.Errorf("%s watches %s/%s %v, the functions emit %s/%s with %s=%s", id, *a.Namespace, *a.MetricName, a.Dimensions, emf.Namespace, emf.MetricCalls, emf.DimOutcome, want.outcome)
 		}
 		if a.Threshold == nil || *a.Threshold != want.threshold || a.ComparisonOperator != "GreaterThanThreshold" {
 			t.Errorf("%s: threshold %v %s, want > %v", id, a.Threshold, a.ComparisonOperator, want.threshold)

@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/functions/internal/samlocal"
 	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/local/provider"
@@ -114,7 +114,7 @@ func TestEventFilesUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 		"PROVIDER_SECRET_KEY": "sk_test_invoke",
 		// As `sam local invoke -e events/<file>` runs them: the files carry
 		// the authorizer's claims, which the functions use as they are.
-		app.SAMLocalEnv: "true",
+		samlocal.EnvVar: "true",
 	}
 	tables, err := dynamo.TemplateTables(path)
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/functions/internal/samlocal"
 	"github.com/idemkeys/idem/local/api"
 	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/rie"
@@ -28,7 +28,7 @@ func samEnv(fn *stack.Function, file map[string]map[string]string, samLocal bool
 	env := []string{"AWS_REGION=" + dynamo.Region, "AWS_DEFAULT_REGION=" + dynamo.Region,
 		"AWS_ACCESS_KEY_ID=defaultkey", "AWS_SECRET_ACCESS_KEY=defaultsecret"}
 	if samLocal {
-		env = append(env, app.SAMLocalEnv+"=true")
+		env = append(env, samlocal.EnvVar+"=true")
 	}
 	for k, v := range fn.Env {
 		if strings.HasPrefix(v, stack.RefPrefix) {
@@ -136,7 +136,7 @@ func TestSAMLocalStartAPIEventUnderTheEmulator(t *testing.T) {
 	}
 	defer deployed.Stop()
 	if resp := invoke(t, deployed, event); resp.StatusCode != 401 || !strings.Contains(resp.Body, `"unauthenticated"`) {
-		t.Fatalf("without %s: %d %s, want 401 unauthenticated", app.SAMLocalEnv, resp.StatusCode, resp.Body)
+		t.Fatalf("without %s: %d %s, want 401 unauthenticated", samlocal.EnvVar, resp.StatusCode, resp.Body)
 	}
 	if n := len(svc.Sim.Effects()); n != 1 {
 		t.Fatalf("provider effects = %d after the refused call, want still one", n)

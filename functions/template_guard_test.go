@@ -11,7 +11,7 @@ import (
 	"github.com/awslabs/goformation/v7/intrinsics"
 	"gopkg.in/yaml.v3"
 
-	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/functions/internal/samlocal"
 	"github.com/idemkeys/idem/local/dynamo"
 )
 
@@ -157,23 +157,23 @@ func TestPipeDeadLettersBeforeTheStreamTrims(t *testing.T) {
 
 // No function of the template sets AWS_SAM_LOCAL, neither on its own nor
 // through Globals: deployed, it would make the functions take the scope from
-// an unverified token (functions/internal/app.Serve, SECURITY.md).
+// an unverified token (functions/internal/samlocal.Serve, SECURITY.md).
 func TestNoFunctionSetsAWSSAMLocal(t *testing.T) {
 	tpl := parse(t, nil)
 	checked := 0
 	for id, fn := range tpl.GetAllServerlessFunctionResources() {
 		checked++
 		if fn.Environment != nil {
-			if _, set := fn.Environment.Variables[app.SAMLocalEnv]; set {
-				t.Errorf("%s sets %s", id, app.SAMLocalEnv)
+			if _, set := fn.Environment.Variables[samlocal.EnvVar]; set {
+				t.Errorf("%s sets %s", id, samlocal.EnvVar)
 			}
 		}
 	}
 	for id, fn := range tpl.GetAllLambdaFunctionResources() {
 		checked++
 		if fn.Environment != nil {
-			if _, set := fn.Environment.Variables[app.SAMLocalEnv]; set {
-				t.Errorf("%s sets %s", id, app.SAMLocalEnv)
+			if _, set := fn.Environment.Variables[samlocal.EnvVar]; set {
+				t.Errorf("%s sets %s", id, samlocal.EnvVar)
 			}
 		}
 	}
@@ -201,7 +201,7 @@ func TestNoFunctionSetsAWSSAMLocal(t *testing.T) {
 	if len(doc.Globals.Function.Environment.Variables) == 0 {
 		t.Fatal("no Globals variables read: the test reads the wrong place")
 	}
-	if _, set := doc.Globals.Function.Environment.Variables[app.SAMLocalEnv]; set {
-		t.Errorf("Globals set %s for every function", app.SAMLocalEnv)
+	if _, set := doc.Globals.Function.Environment.Variables[samlocal.EnvVar]; set {
+		t.Errorf("Globals set %s for every function", samlocal.EnvVar)
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stripe/stripe-go/v82"
 
-	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/functions/internal/httpx"
 	"github.com/idemkeys/idem/pkg/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
 )
@@ -57,8 +57,8 @@ type server struct {
 	now        func() time.Time
 }
 
-func (s *server) routes() app.Routes {
-	return app.Routes{
+func (s *server) routes() httpx.Routes {
+	return httpx.Routes{
 		"POST /charges": idem.HTTPTyped(s.store, parseChargeBody, s.create, func(o *idem.HTTPOptions) {
 			o.ScopeClaim, o.MaxBodyBytes, o.Logger = s.scopeClaim, maxBody, s.log
 		}),
@@ -74,23 +74,15 @@ func (s *server) create(ctx context.Context, req idem.HTTPRequest[chargeBody], t
 	c, amount := req.Body.req, req.Body.amount
 	scope, key := req.Scope, req.Key
 	who, err := resolvePayer(ctx, s.payments, scope, c)
-	switch {
-	case errors.Is(err, errNotYours):
-		return httpapi.ErrorResponse(http.StatusBadRequest, "payment_source_unknown", "no such payment_method or customer of yours"), nil
-	case errors.Is(err, errNoDefaultMethod):
-		return httpapi.ErrorResponse(http.StatusBadRequest, "payment_method_required", "the customer has no default payment method; give payment_method"), nil
-	case err != nil:
-		return events.APIGatewayV2HTTPResponse{}, err
+	if err != nil {
+		return payerRefused(err)
 	}
 	fp, _ := idem.Fingerprint(http.MethodPost, "/charges", []byte(req.Event.Body), true)
 	m, retry, err := s.begin(ctx, scope, key, fp)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	ch := charge{
-		Scope: scope, Object: "charge", Amount: amount, Currency: c.Currency, PaymentMethod: who.paymentMethod, Customer: who.customer,
-		Description: c.Description, Metadata: c.Metadata, Created: s.now().Unix(), KeyHash: idem.KeyHash(scope, key),
-	}
+	ch := s.newCharge(scope, key, c, amount, who)
 	op := downstreamKey(scope, key, 0) // names the operation at the provider, whatever the generation
 	var found *stripe.PaymentIntent
 	if retry {
@@ -109,15 +101,46 @@ func (s *server) create(ctx context.Context, req idem.HTTPRequest[chargeBody], t
 		return events.APIGatewayV2HTTPResponse{}, s.recordUnknown(ctx, m)
 	}
 	resp, stored := respond(&ch, a)
+	if err := s.commit(tx, scope, key, &ch, stored); err != nil {
+		return events.APIGatewayV2HTTPResponse{}, err
+	}
+	return resp, nil
+}
+
+// payerRefused answers a payer that resolvePayer could not resolve: 400 for
+// a payment source that is not the caller's or a customer with no default
+// method, and the error itself for anything else.
+func payerRefused(err error) (events.APIGatewayV2HTTPResponse, error) {
+	switch {
+	case errors.Is(err, errNotYours):
+		return httpapi.ErrorResponse(http.StatusBadRequest, "payment_source_unknown", "no such payment_method or customer of yours"), nil
+	case errors.Is(err, errNoDefaultMethod):
+		return httpapi.ErrorResponse(http.StatusBadRequest, "payment_method_required", "the customer has no default payment method; give payment_method"), nil
+	}
+	return events.APIGatewayV2HTTPResponse{}, err
+}
+
+// newCharge is the charge that (scope, key) asks for, before the provider's
+// answer fills in its id and status.
+func (s *server) newCharge(scope, key string, c chargeRequest, amount int64, who payer) charge {
+	return charge{
+		Scope: scope, Object: "charge", Amount: amount, Currency: c.Currency, PaymentMethod: who.paymentMethod, Customer: who.customer,
+		Description: c.Description, Metadata: c.Metadata, Created: s.now().Unix(), KeyHash: idem.KeyHash(scope, key),
+	}
+}
+
+// commit adds to the transaction that completes the key the charge, when
+// it is stored, and the delete of the operation's marker.
+func (s *server) commit(tx *idem.Tx, scope, key string, ch *charge, stored bool) error {
 	if stored {
-		item, err := attributevalue.MarshalMap(&ch)
+		item, err := attributevalue.MarshalMap(ch)
 		if err != nil {
-			return events.APIGatewayV2HTTPResponse{}, err
+			return err
 		}
 		tx.Add(types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(charge_id)")}}, nil)
 	}
 	tx.Add(types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table), Key: markerKey(scope, key)}}, nil)
-	return resp, nil
+	return nil
 }
 
 // intentParams is the create: confirmed at once, card-like methods only
@@ -179,7 +202,7 @@ func respond(ch *charge, a answer) (events.APIGatewayV2HTTPResponse, bool) {
 	if ch.Status != string(stripe.PaymentIntentStatusSucceeded) {
 		status = http.StatusAccepted // not final: processing, requires_action
 	}
-	resp := app.JSON(status, ch)
+	resp := httpx.JSON(status, ch)
 	resp.Headers["Location"] = "/charges/" + ch.ID
 	return resp, true
 }
@@ -202,8 +225,9 @@ func declined(ch *charge, pi *stripe.PaymentIntent, e *stripe.Error) {
 // get reads one of the caller's charges.
 func (s *server) get(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	var ch charge
-	return app.GetOwn(ctx, req, s.db, s.table, s.scopeClaim, "id", attrChargeID, &ch, func() any {
+	own := httpx.OwnItems{DB: s.db, Table: s.table, Claim: s.scopeClaim, IDParam: "id", IDAttr: attrChargeID, Log: s.log}
+	return own.Get(ctx, req, &ch, func() any {
 		ch.Object = "charge"
 		return ch
-	}, s.log), nil
+	}), nil
 }

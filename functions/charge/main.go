@@ -9,7 +9,7 @@
 //	PROVIDER_BASE_URL                  the Stripe-compatible API
 //	PROVIDER_SECRET_KEY                its secret key, or else
 //	PROVIDER_SECRET_PARAMETER          the SSM SecureString parameter holding it
-//	AWS_SAM_LOCAL                      "true" under the SAM CLI only: the scope from the unverified bearer token (app.Serve)
+//	AWS_SAM_LOCAL                      "true" under the SAM CLI only: the scope from the unverified bearer token (samlocal.Serve)
 //	DYNAMODB_ENDPOINT                  a local DynamoDB engine, for local runs
 package main
 
@@ -23,7 +23,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
-	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/functions/internal/config"
+	"github.com/idemkeys/idem/functions/internal/emf"
+	"github.com/idemkeys/idem/functions/internal/samlocal"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
@@ -35,26 +37,26 @@ func main() {
 	}
 	// Under the SAM CLI (AWS_SAM_LOCAL=true), whose start-api skips the JWT
 	// authorizer, the scope comes from the unverified bearer token.
-	lambda.Start(app.Serve(s.routes(), s.scopeClaim, s.log))
+	lambda.Start(samlocal.Serve(s.routes(), s.scopeClaim, s.log))
 }
 
 func newServer(ctx context.Context) (*server, error) {
-	log := app.Logger()
-	cfg, db, err := app.AWS(ctx)
+	log := config.Logger()
+	cfg, db, err := config.AWS(ctx)
 	if err != nil {
 		return nil, err
 	}
-	charges, err := app.Env("CHARGES_TABLE")
+	charges, err := config.Env("CHARGES_TABLE")
 	if err != nil {
 		return nil, err
 	}
-	baseURL, err := app.Env("PROVIDER_BASE_URL")
+	baseURL, err := config.Env("PROVIDER_BASE_URL")
 	if err != nil {
 		return nil, err
 	}
 	secret := os.Getenv("PROVIDER_SECRET_KEY")
 	if secret == "" {
-		name, err := app.Env("PROVIDER_SECRET_PARAMETER")
+		name, err := config.Env("PROVIDER_SECRET_PARAMETER")
 		if err != nil {
 			return nil, fmt.Errorf("set PROVIDER_SECRET_KEY or PROVIDER_SECRET_PARAMETER: %w", err)
 		}
@@ -64,12 +66,12 @@ func newServer(ctx context.Context) (*server, error) {
 		}
 		secret = aws.ToString(out.Parameter.Value)
 	}
-	store, err := app.Store(ctx, db, log, func(o *idem.Options) { o.Metrics = app.NewEMF(os.Stdout, "charge") })
+	store, err := config.Store(ctx, db, log, func(o *idem.Options) { o.Metrics = emf.New(os.Stdout, "charge") })
 	if err != nil {
 		return nil, err
 	}
 	return &server{
-		store: store, db: db, table: charges, scopeClaim: app.ScopeClaim(), log: log, now: time.Now,
+		store: store, db: db, table: charges, scopeClaim: config.ScopeClaim(), log: log, now: time.Now,
 		payments: newStripePayments(baseURL, secret, log),
 	}, nil
 }

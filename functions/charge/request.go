@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/text/currency"
 
-	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/functions/internal/httpx"
 	"github.com/idemkeys/idem/pkg/httpapi"
 )
 
@@ -43,19 +43,19 @@ var reference = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
 // parseCharge validates a body; the amount it returns is the parsed one.
 func parseCharge(body []byte) (chargeRequest, int64, *httpapi.Refusal) {
 	var c chargeRequest
-	if err := app.DecodeStrict(body, &c); err != nil {
-		return c, 0, app.Invalid("%v", err)
+	if err := httpx.DecodeStrict(body, &c); err != nil {
+		return c, 0, httpx.Invalid("%v", err)
 	}
 	amount, err := strconv.ParseInt(c.Amount.String(), 10, 64)
 	switch {
 	case c.Amount == "":
-		return c, 0, app.Invalid("amount is required: a positive integer in the currency's minor unit")
+		return c, 0, httpx.Invalid("amount is required: a positive integer in the currency's minor unit")
 	case err != nil:
-		return c, 0, app.Invalid("amount must be an integer in the currency's minor unit (e.g. 1050 for 10.50), not %s", c.Amount)
+		return c, 0, httpx.Invalid("amount must be an integer in the currency's minor unit (e.g. 1050 for 10.50), not %s", c.Amount)
 	case amount <= 0:
-		return c, 0, app.Invalid("amount must be positive")
+		return c, 0, httpx.Invalid("amount must be positive")
 	case amount > maxAmount:
-		return c, 0, app.Invalid("amount must be at most %d", maxAmount)
+		return c, 0, httpx.Invalid("amount must be at most %d", maxAmount)
 	}
 	c.Currency = strings.ToLower(c.Currency)
 	if refusal := checkAmount(c.Currency, amount); refusal != nil {
@@ -63,19 +63,19 @@ func parseCharge(body []byte) (chargeRequest, int64, *httpapi.Refusal) {
 	}
 	switch {
 	case (c.PaymentMethod == "") == (c.Customer == ""):
-		return c, 0, app.Invalid("give exactly one of payment_method and customer")
+		return c, 0, httpx.Invalid("give exactly one of payment_method and customer")
 	case c.PaymentMethod != "" && (len(c.PaymentMethod) > maxReferenceBytes || !reference.MatchString(c.PaymentMethod)):
-		return c, 0, app.Invalid("payment_method must be a provider token of letters, digits and underscores")
+		return c, 0, httpx.Invalid("payment_method must be a provider token of letters, digits and underscores")
 	case c.Customer != "" && (len(c.Customer) > maxReferenceBytes || !reference.MatchString(c.Customer)):
-		return c, 0, app.Invalid("customer must be a provider id of letters, digits and underscores")
+		return c, 0, httpx.Invalid("customer must be a provider id of letters, digits and underscores")
 	case len(c.Description) > maxDescription:
-		return c, 0, app.Invalid("description must be at most %d bytes", maxDescription)
+		return c, 0, httpx.Invalid("description must be at most %d bytes", maxDescription)
 	case len(c.Metadata) > maxMetadataKeys:
-		return c, 0, app.Invalid("metadata may have at most %d keys", maxMetadataKeys)
+		return c, 0, httpx.Invalid("metadata may have at most %d keys", maxMetadataKeys)
 	}
 	for k, v := range c.Metadata {
 		if k == "" || len(k) > maxMetadataKey || len(v) > maxMetadataValue {
-			return c, 0, app.Invalid("metadata keys must be 1 to %d bytes and values at most %d", maxMetadataKey, maxMetadataValue)
+			return c, 0, httpx.Invalid("metadata keys must be 1 to %d bytes and values at most %d", maxMetadataKey, maxMetadataValue)
 		}
 	}
 	return c, amount, nil
@@ -120,7 +120,7 @@ var minimums = map[string]int64{
 func checkAmount(cur string, amount int64) *httpapi.Refusal {
 	unit, err := currency.ParseISO(cur)
 	if err != nil || len(cur) != 3 || notCurrencies[cur] {
-		return app.Invalid("currency %q is not an ISO 4217 currency code", cur)
+		return httpx.Invalid("currency %q is not an ISO 4217 currency code", cur)
 	}
 	scale, _ := currency.Standard.Rounding(unit)
 	step := int64(1)
@@ -132,9 +132,9 @@ func checkAmount(cur string, amount int64) *httpapi.Refusal {
 	}
 	switch {
 	case amount%step != 0:
-		return app.Invalid("amount in %s must be a multiple of %d minor units", strings.ToUpper(cur), step)
+		return httpx.Invalid("amount in %s must be a multiple of %d minor units", strings.ToUpper(cur), step)
 	case amount < minimums[cur]:
-		return app.Invalid("amount in %s must be at least %d minor units", strings.ToUpper(cur), minimums[cur])
+		return httpx.Invalid("amount in %s must be at least %d minor units", strings.ToUpper(cur), minimums[cur])
 	}
 	return nil
 }

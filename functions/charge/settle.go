@@ -50,7 +50,7 @@ const (
 const searchLag = 5 * time.Minute
 
 // markerPrefix makes a marker's sort key, which no charge id can be ("#" is
-// not in app.ID, so GET /charges/{id} never reads one).
+// not in httpx.ID, so GET /charges/{id} never reads one).
 const markerPrefix = "attempt#"
 
 // marker is an operation with a provider call made and no result stored.

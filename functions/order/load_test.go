@@ -21,7 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemkeys/idem/functions/internal/apitest"
-	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/functions/internal/httpx"
 	"github.com/idemkeys/idem/local/apigw"
 	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/local/measure"
@@ -301,7 +301,7 @@ func (s *server) plainCreate(ctx context.Context, req events.APIGatewayV2HTTPReq
 	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(order_id)")}); err != nil {
 		return httpapi.ErrorResponse(503, "internal_error", err.Error()), nil
 	}
-	return app.JSON(201, o), nil
+	return httpx.JSON(201, o), nil
 }
 
 // fill puts n completed records into the idempotency table with

@@ -8,7 +8,7 @@
 //	SCOPE_CLAIM                       the JWT claim that names the caller (default sub)
 //	IDEM_LEASE                        a shorter idempotency lease, for local runs (e.g. 3s)
 //	ORDER_FAST_PATH                   "true": POST /orders in one transaction (idem.Store.DoAtomic)
-//	AWS_SAM_LOCAL                     "true" under the SAM CLI only: the scope from the unverified bearer token (app.Serve)
+//	AWS_SAM_LOCAL                     "true" under the SAM CLI only: the scope from the unverified bearer token (samlocal.Serve)
 //	DYNAMODB_ENDPOINT                 a local DynamoDB engine, for local runs
 package main
 
@@ -20,7 +20,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/functions/internal/config"
+	"github.com/idemkeys/idem/functions/internal/emf"
+	"github.com/idemkeys/idem/functions/internal/samlocal"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
@@ -32,20 +34,20 @@ func main() {
 	}
 	// Under the SAM CLI (AWS_SAM_LOCAL=true), whose start-api skips the JWT
 	// authorizer, the scope comes from the unverified bearer token.
-	lambda.Start(app.Serve(s.routes(), s.scopeClaim, s.log))
+	lambda.Start(samlocal.Serve(s.routes(), s.scopeClaim, s.log))
 }
 
 func newServer(ctx context.Context) (*server, error) {
-	log := app.Logger()
-	_, db, err := app.AWS(ctx)
+	log := config.Logger()
+	_, db, err := config.AWS(ctx)
 	if err != nil {
 		return nil, err
 	}
-	orders, err := app.Env("ORDERS_TABLE")
+	orders, err := config.Env("ORDERS_TABLE")
 	if err != nil {
 		return nil, err
 	}
-	store, err := app.Store(ctx, db, log, func(o *idem.Options) { o.Metrics = app.NewEMF(os.Stdout, "order") })
+	store, err := config.Store(ctx, db, log, func(o *idem.Options) { o.Metrics = emf.New(os.Stdout, "order") })
 	if err != nil {
 		return nil, err
 	}
@@ -53,5 +55,5 @@ func newServer(ctx context.Context) (*server, error) {
 	if fast != "" && fast != "true" && fast != "false" {
 		return nil, fmt.Errorf("ORDER_FAST_PATH=%q: want true or false", fast)
 	}
-	return &server{store: store, db: db, table: orders, scopeClaim: app.ScopeClaim(), fastPath: fast == "true", log: log, now: time.Now}, nil
+	return &server{store: store, db: db, table: orders, scopeClaim: config.ScopeClaim(), fastPath: fast == "true", log: log, now: time.Now}, nil
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/idemkeys/idem/functions/internal/apitest"
-	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/functions/internal/emf"
 	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/local/proc"
 	"github.com/idemkeys/idem/pkg/idem"
@@ -18,7 +18,7 @@ func TestOrderOutcomesAreEmittedAsEMFLines(t *testing.T) {
 	idemTable := dynamotest.Table(t, raw, "IdempotencyTable")
 	orders := dynamotest.Table(t, raw, "OrdersTable")
 	var out proc.Output
-	store, err := idem.New(raw, idemTable, func(o *idem.Options) { o.Metrics = app.NewEMF(&out, "order") })
+	store, err := idem.New(raw, idemTable, func(o *idem.Options) { o.Metrics = emf.New(&out, "order") })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,10 +32,10 @@ func TestOrderOutcomesAreEmittedAsEMFLines(t *testing.T) {
 	docs := apitest.EMF(t, []byte(out.String()))
 	var got []string
 	for _, d := range docs {
-		if d[app.DimFunction] != "order" || d[app.MetricCalls] != 1.0 {
+		if d[emf.DimFunction] != "order" || d[emf.MetricCalls] != 1.0 {
 			t.Fatalf("line %v", d)
 		}
-		got = append(got, d[app.DimOutcome].(string))
+		got = append(got, d[emf.DimOutcome].(string))
 	}
 	want := []string{"executed", "replayed", "mismatch"}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {

@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/functions/internal/httpx"
 	"github.com/idemkeys/idem/pkg/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
 )
@@ -72,22 +72,22 @@ var sku = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
 func parseOrder(body []byte) (orderRequest, *httpapi.Refusal) {
 	var o orderRequest
-	if err := app.DecodeStrict(body, &o); err != nil {
-		return o, app.Invalid("%v", err)
+	if err := httpx.DecodeStrict(body, &o); err != nil {
+		return o, httpx.Invalid("%v", err)
 	}
 	if len(o.Items) == 0 || len(o.Items) > 50 {
-		return o, app.Invalid("items must hold 1 to 50 line items")
+		return o, httpx.Invalid("items must hold 1 to 50 line items")
 	}
 	for i, it := range o.Items {
 		if !sku.MatchString(it.SKU) {
-			return o, app.Invalid("items[%d].sku must be 1 to 64 of letters, digits, '_', '-', '.'", i)
+			return o, httpx.Invalid("items[%d].sku must be 1 to 64 of letters, digits, '_', '-', '.'", i)
 		}
 		if it.Quantity < 1 || it.Quantity > 1000 {
-			return o, app.Invalid("items[%d].quantity must be 1 to 1000", i)
+			return o, httpx.Invalid("items[%d].quantity must be 1 to 1000", i)
 		}
 	}
 	if len(o.Note) > 500 {
-		return o, app.Invalid("note must be at most 500 bytes")
+		return o, httpx.Invalid("note must be at most 500 bytes")
 	}
 	return o, nil
 }
@@ -106,12 +106,12 @@ type server struct {
 
 // orderDB is what the PUT and GET routes call directly.
 type orderDB interface {
-	app.Reader
+	httpx.Reader
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 }
 
-func (s *server) routes() app.Routes {
-	return app.Routes{
+func (s *server) routes() httpx.Routes {
+	return httpx.Routes{
 		"POST /orders": idem.HTTPTyped(s.store, parseOrder, s.create, func(o *idem.HTTPOptions) {
 			o.ScopeClaim, o.MaxBodyBytes, o.Logger, o.Atomic = s.scopeClaim, maxBody, s.log, s.fastPath
 		}),
@@ -138,7 +138,7 @@ func (s *server) create(ctx context.Context, req idem.HTTPRequest[orderRequest],
 		Item:                item,
 		ConditionExpression: aws.String("attribute_not_exists(order_id)"),
 	}}, nil)
-	resp := app.JSON(http.StatusCreated, o)
+	resp := httpx.JSON(http.StatusCreated, o)
 	resp.Headers["Location"] = "/orders/" + id
 	return resp, nil
 }
@@ -154,7 +154,7 @@ func (s *server) put(ctx context.Context, req events.APIGatewayV2HTTPRequest) (e
 		return refusal.Response(), nil
 	}
 	id := req.PathParameters["order_id"]
-	if !app.ID.MatchString(id) {
+	if !httpx.ID.MatchString(id) {
 		return httpapi.ErrorResponse(http.StatusBadRequest, "invalid_request", "order_id must be 1 to 128 of letters, digits, '_', '-'"), nil
 	}
 	body, refusal := parseOrder(bodyBytes)
@@ -178,7 +178,7 @@ func (s *server) put(ctx context.Context, req events.APIGatewayV2HTTPRequest) (e
 	var ccf *types.ConditionalCheckFailedException
 	switch {
 	case err == nil:
-		resp := app.JSON(http.StatusCreated, o)
+		resp := httpx.JSON(http.StatusCreated, o)
 		resp.Headers["Location"] = "/orders/" + id
 		return resp, nil
 	case !errors.As(err, &ccf):
@@ -192,14 +192,15 @@ func (s *server) put(ctx context.Context, req events.APIGatewayV2HTTPRequest) (e
 		return httpapi.ErrorResponse(http.StatusConflict, "order_exists", "order "+id+" exists with different content"), nil
 	}
 	existing.Object = "order"
-	return app.JSON(http.StatusOK, existing), nil
+	return httpx.JSON(http.StatusOK, existing), nil
 }
 
 // get reads one of the caller's orders.
 func (s *server) get(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	var o order
-	return app.GetOwn(ctx, req, s.db, s.table, s.scopeClaim, "order_id", attrOrderID, &o, func() any {
+	own := httpx.OwnItems{DB: s.db, Table: s.table, Claim: s.scopeClaim, IDParam: "order_id", IDAttr: attrOrderID, Log: s.log}
+	return own.Get(ctx, req, &o, func() any {
 		o.Object = "order"
 		return o
-	}, s.log), nil
+	}), nil
 }

@@ -19,7 +19,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/functions/internal/config"
+	"github.com/idemkeys/idem/functions/internal/emf"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
@@ -31,16 +32,16 @@ func main() {
 }
 
 func run(ctx context.Context) error {
-	log := app.Logger()
-	_, db, err := app.AWS(ctx)
+	log := config.Logger()
+	_, db, err := config.AWS(ctx)
 	if err != nil {
 		return err
 	}
-	table, err := app.Env("ORDER_STATS_TABLE")
+	table, err := config.Env("ORDER_STATS_TABLE")
 	if err != nil {
 		return err
 	}
-	store, err := app.Store(ctx, db, log, func(o *idem.Options) { o.TTL, o.Metrics = MarkerTTL, app.NewEMF(os.Stdout, "orderstats") })
+	store, err := config.Store(ctx, db, log, func(o *idem.Options) { o.TTL, o.Metrics = MarkerTTL, emf.New(os.Stdout, "orderstats") })
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/functions/internal/httpx"
 	"github.com/idemkeys/idem/local/apigw"
 	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/stack"
@@ -36,7 +36,7 @@ func Function(t testing.TB, logicalID string) *stack.Function {
 type Caller struct {
 	T      testing.TB
 	Routes []stack.Route
-	Handle app.Routes
+	Handle httpx.Routes
 }
 
 // Call sends one request as API Gateway would present it. sub is the
@@ -102,7 +102,7 @@ func Items(t testing.TB, db *dynamodb.Client, tables ...string) int {
 
 // CheckRoutes fails t unless the handlers serve exactly the routes that the
 // template declares for the function.
-func CheckRoutes(t testing.TB, fn *stack.Function, handlers app.Routes) {
+func CheckRoutes(t testing.TB, fn *stack.Function, handlers httpx.Routes) {
 	t.Helper()
 	var declared, handled []string
 	for _, r := range fn.Routes {

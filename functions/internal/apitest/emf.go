@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/functions/internal/emf"
 )
 
 // emfDoc is what CloudWatch reads from a line: the directive, and the
@@ -43,7 +43,7 @@ func EMF(t testing.TB, out []byte) []map[string]any {
 			t.Fatalf("no _aws.Timestamp or CloudWatchMetrics: %s", sc.Bytes())
 		}
 		for _, dir := range d.AWS.CloudWatchMetrics {
-			if dir.Namespace != app.MetricsNamespace || len(dir.Metrics) == 0 {
+			if dir.Namespace != emf.Namespace || len(dir.Metrics) == 0 {
 				t.Fatalf("directive %+v", dir)
 			}
 			for _, set := range dir.Dimensions {

@@ -1,4 +1,8 @@
-package app
+// Package samlocal runs the HTTP API functions under the SAM CLI, whose
+// sam local start-api skips the JWT authorizer: there, and only there
+// (AWS_SAM_LOCAL=true), the caller's claims come from the unverified bearer
+// token. See SECURITY.md.
+package samlocal
 
 import (
 	"context"
@@ -12,13 +16,14 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/idemkeys/idem/functions/internal/httpx"
 	"github.com/idemkeys/idem/pkg/httpapi"
 )
 
-// SAMLocalEnv is the variable the SAM CLI sets to "true" in the containers
+// EnvVar is the variable the SAM CLI sets to "true" in the containers
 // of sam local invoke and sam local start-api. Lambda never sets it, and
 // template.yaml must not (a test holds it to that).
-const SAMLocalEnv = "AWS_SAM_LOCAL"
+const EnvVar = "AWS_SAM_LOCAL"
 
 // Handler is an HTTP API function's handler, as lambda.Start takes it.
 type Handler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
@@ -27,8 +32,8 @@ type Handler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGa
 // (AWS_SAM_LOCAL=true, read once, now) it is r.Handle behind
 // UnverifiedClaims; everywhere else it is r.Handle itself, and a request
 // without verified claims is refused (401).
-func Serve(r Routes, claim string, log *slog.Logger) Handler {
-	if os.Getenv(SAMLocalEnv) != "true" {
+func Serve(r httpx.Routes, claim string, log *slog.Logger) Handler {
+	if os.Getenv(EnvVar) != "true" {
 		return r.Handle
 	}
 	return UnverifiedClaims(r.Handle, claim, log)
@@ -53,10 +58,10 @@ func UnverifiedClaims(h Handler, claim string, log *slog.Logger) Handler {
 		if a := req.RequestContext.Authorizer; a == nil || a.JWT == nil || len(a.JWT.Claims) == 0 {
 			if claims := bearerClaims(req.Headers); claims[claim] != "" {
 				once.Do(func() {
-					log.Warn("UNVERIFIED IDENTITY: "+SAMLocalEnv+"=true and the request carries no verified claims, "+
+					log.Warn("UNVERIFIED IDENTITY: "+EnvVar+"=true and the request carries no verified claims, "+
 						"so the scope is taken from the bearer token's claim without verifying the token: "+
 						"sam local start-api does not run the HTTP API's JWT authorizer (aws-sam-cli #6550, #2833). "+
-						"Deployed, API Gateway verifies every token; never set "+SAMLocalEnv+" on a deployed function.",
+						"Deployed, API Gateway verifies every token; never set "+EnvVar+" on a deployed function.",
 						"claim", claim)
 				})
 				req.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{

@@ -1,4 +1,4 @@
-package app
+package samlocal
 
 import (
 	"bytes"
@@ -11,11 +11,12 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/idemkeys/idem/functions/internal/httpx"
 	"github.com/idemkeys/idem/pkg/httpapi"
 )
 
 // whoami answers 200 with the scope the idem adapter would take, or its 401.
-var whoami = Routes{"GET /me": func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+var whoami = httpx.Routes{"GET /me": func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	scope, _, refusal := httpapi.CheckRequest(&req, "sub", 0)
 	if refusal != nil {
 		return refusal.Response(), nil
@@ -64,7 +65,7 @@ func TestUnverifiedClaimsUnderTheSAMCLI(t *testing.T) {
 		{"another scheme", samEvent(map[string]string{"Authorization": "Basic " + tok}), 401, ""},
 		{"a token without the claim", samEvent(map[string]string{"Authorization": "Bearer " + token(t, jwt.MapClaims{"email": "a@b.c"})}), 401, ""},
 	}
-	t.Setenv(SAMLocalEnv, "true")
+	t.Setenv(EnvVar, "true")
 	h := Serve(whoami, "sub", slog.New(slog.DiscardHandler))
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -79,10 +80,10 @@ func TestUnverifiedClaimsUnderTheSAMCLI(t *testing.T) {
 func TestWithoutTheSAMCLINoVerifiedIdentityIs401(t *testing.T) {
 	req := samEvent(map[string]string{"Authorization": "Bearer " + token(t, jwt.MapClaims{"sub": "user-sam-1"})})
 	for _, v := range []string{"", "false", "1", "TRUE"} {
-		t.Setenv(SAMLocalEnv, v)
+		t.Setenv(EnvVar, v)
 		resp, err := Serve(whoami, "sub", slog.New(slog.DiscardHandler))(context.Background(), req)
 		if err != nil || resp.StatusCode != http.StatusUnauthorized {
-			t.Errorf("%s=%q: got %d %q, want 401", SAMLocalEnv, v, resp.StatusCode, resp.Body)
+			t.Errorf("%s=%q: got %d %q, want 401", EnvVar, v, resp.StatusCode, resp.Body)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package app_test
+package emf_test
 
 import (
 	"bytes"
@@ -6,13 +6,13 @@ import (
 	"time"
 
 	"github.com/idemkeys/idem/functions/internal/apitest"
-	"github.com/idemkeys/idem/functions/internal/app"
+	"github.com/idemkeys/idem/functions/internal/emf"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
 func TestEMFLinesAreEmbeddedMetricFormat(t *testing.T) {
 	var out bytes.Buffer
-	e := app.NewEMF(&out, "charge")
+	e := emf.New(&out, "charge")
 	e.Now = func() time.Time { return time.UnixMilli(1700000000123) }
 	e.Observe(idem.OutcomeExecuted, 1500*time.Millisecond)
 	e.Observe(idem.OutcomeReplayed, 0)

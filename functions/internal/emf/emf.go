@@ -1,4 +1,7 @@
-package app
+// Package emf writes the functions' idempotency outcomes as CloudWatch
+// Embedded Metric Format lines: the metrics, their namespace and dimensions,
+// which template.yaml's alarms name too.
+package emf
 
 import (
 	"encoding/json"
@@ -9,9 +12,9 @@ import (
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
-// MetricsNamespace is the CloudWatch namespace of the functions' metrics;
+// Namespace is the CloudWatch namespace of the functions' metrics;
 // template.yaml's alarms name it too.
-const MetricsNamespace = "Idem"
+const Namespace = "Idem"
 
 // The metrics each line carries, and their dimensions: every outcome is
 // counted per function and outcome, and per outcome across the functions
@@ -23,10 +26,10 @@ const (
 	DimOutcome      = "Outcome"
 )
 
-// EMF is an idem.Metrics that writes each outcome as one line of CloudWatch
+// Metrics is an idem.Metrics that writes each outcome as one line of CloudWatch
 // Embedded Metric Format on w (the function's stdout): CloudWatch Logs
 // extracts the metrics from the log group, with no agent and no extra call.
-type EMF struct {
+type Metrics struct {
 	mu       sync.Mutex
 	w        io.Writer
 	function string
@@ -34,9 +37,9 @@ type EMF struct {
 	Now func() time.Time
 }
 
-// NewEMF writes function's metrics on w.
-func NewEMF(w io.Writer, function string) *EMF {
-	return &EMF{w: w, function: function, Now: time.Now}
+// New writes function's metrics on w.
+func New(w io.Writer, function string) *Metrics {
+	return &Metrics{w: w, function: function, Now: time.Now}
 }
 
 type emfMetric struct {
@@ -67,7 +70,7 @@ var emfDimensions = [][]string{{DimFunction, DimOutcome}, {DimOutcome}}
 
 // Observe writes one line. An outcome that held no lease carries no
 // LeaseUsed value, so that replays do not pull its statistics to zero.
-func (e *EMF) Observe(o idem.Outcome, leaseUsed time.Duration) {
+func (e *Metrics) Observe(o idem.Outcome, leaseUsed time.Duration) {
 	metrics := []emfMetric{{Name: MetricCalls, Unit: "Count"}}
 	line := emfLine{Function: e.function, Outcome: string(o), Calls: 1}
 	if leaseUsed > 0 {
@@ -77,7 +80,7 @@ func (e *EMF) Observe(o idem.Outcome, leaseUsed time.Duration) {
 	}
 	line.AWS = emfMeta{
 		Timestamp:         e.Now().UnixMilli(),
-		CloudWatchMetrics: []emfDirective{{Namespace: MetricsNamespace, Dimensions: emfDimensions, Metrics: metrics}},
+		CloudWatchMetrics: []emfDirective{{Namespace: Namespace, Dimensions: emfDimensions, Metrics: metrics}},
 	}
 	b, err := json.Marshal(line)
 	if err != nil {
