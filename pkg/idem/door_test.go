@@ -207,6 +207,28 @@ func TestEveryDoorIsInTheRefusalTable(t *testing.T) {
 	}
 }
 
+// doorRow is one door as the tests that walk every door drive it: an HTTP
+// driver (fn nil), whose error is always nil, or a Function one.
+type doorRow struct {
+	name string
+	fn   *fnDriver
+	make func(s *idem.Store, w work) func(doorCall) (answer, error)
+}
+
+func doorRows() []doorRow {
+	var rows []doorRow
+	for _, d := range drivers {
+		rows = append(rows, doorRow{d.name, nil, func(s *idem.Store, w work) func(doorCall) (answer, error) {
+			call := d.make(s, w)
+			return func(c doorCall) (answer, error) { return call(c), nil }
+		}})
+	}
+	for _, d := range fnDrivers {
+		rows = append(rows, doorRow{d.name, &d, d.make})
+	}
+	return rows
+}
+
 // snapshot is every item of the idempotency table, decoded.
 func (f *fixture) snapshot() []map[string]any {
 	f.t.Helper()
@@ -229,22 +251,7 @@ func (f *fixture) snapshot() []map[string]any {
 // the handler bare); none runs the handler, writes to the table, calls
 // DynamoDB but to read the record that refuses it, or panics.
 func TestEveryDoorRefusesBeforeWriting(t *testing.T) {
-	type row struct {
-		name string
-		fn   *fnDriver
-		make func(s *idem.Store, w work) func(doorCall) (answer, error)
-	}
-	var rows []row
-	for _, d := range drivers {
-		rows = append(rows, row{d.name, nil, func(s *idem.Store, w work) func(doorCall) (answer, error) {
-			call := d.make(s, w)
-			return func(c doorCall) (answer, error) { return call(c), nil }
-		}})
-	}
-	for _, d := range fnDrivers {
-		rows = append(rows, row{d.name, &d, d.make})
-	}
-	for _, d := range rows {
+	for _, d := range doorRows() {
 		t.Run(d.name, func(t *testing.T) {
 			f := newFixture(t)
 			var runs atomic.Int32
