@@ -77,6 +77,37 @@ func TestCacheKeepsOnlyCompletedRecords(t *testing.T) {
 	}
 }
 
+// What the cache answers is the caller's own: changing a response that Do
+// returned (the first one, or a replay from the cache) changes no later
+// replay, and two replays share nothing a caller may write to.
+func TestCacheAnswersAreTheCallersOwn(t *testing.T) {
+	f := newFixture(t, withCache(10, 1<<16))
+	ctx := context.Background()
+	work := func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		return idem.Response{StatusCode: 201, Header: map[string]string{"X-A": "1"}, Cookies: []string{"c=1"}, Body: []byte("first")}, nil
+	}
+	spoil := func(r *idem.Response) {
+		r.Header["X-A"] = "spoilt"
+		r.Cookies[0] = "spoilt"
+		r.Body[0] = 'X'
+	}
+	for _, do := range []func(context.Context, idem.Request, idem.Work) (idem.Result, error){f.store.Do, f.store.DoAtomic} {
+		key := "k" + time.Now().Format("150405.000000")
+		first, err := do(ctx, req("alice", key, `{}`), work)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spoil(&first.Response)
+		for i := range 2 {
+			res, err := do(ctx, req("alice", key, `{}`), work)
+			if err != nil || !res.Replayed || res.Response.Header["X-A"] != "1" || res.Response.Cookies[0] != "c=1" || string(res.Response.Body) != "first" {
+				t.Fatalf("replay %d after the caller changed the answer before it = %+v %v, want the stored response", i, res, err)
+			}
+			spoil(&res.Response)
+		}
+	}
+}
+
 // The cache honours expires_at and its bounds on entries and bytes.
 func TestCacheIsBoundedAndExpires(t *testing.T) {
 	f := newFixture(t, withCache(2, 1<<20))
