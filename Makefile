@@ -40,7 +40,7 @@ test: deps vet
 # A short run of each fuzz target (seeds in pkg/idem/testdata/fuzz); make soak runs them longer.
 FUZZTIME ?= 5s
 fuzz:
-	@for f in FuzzCanonicalJSON FuzzCanonicalJSONMatchesOld FuzzParseKeyHeader FuzzHTTPAdapter FuzzFunctionURL FuzzRESTAPI FuzzALB FuzzMiddleware; do \
+	@for f in FuzzCanonicalJSON FuzzCanonicalJSONMatchesOld FuzzParseKeyHeader FuzzHTTPAdapter FuzzFunctionURL FuzzRESTAPI FuzzALB FuzzMiddleware FuzzFunction; do \
 	  $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./pkg/idem || exit 1; \
 	done
 

@@ -1,6 +1,8 @@
 package idem
 
 import (
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -53,6 +55,7 @@ func (c *responseCache) get(pk string, now time.Time) (cached, bool) {
 		c.lru.Remove(pk)
 		return cached{}, false
 	}
+	v.resp = cloneResponse(v.resp) // the caller's own
 	return v, ok
 }
 
@@ -72,6 +75,7 @@ func (c *responseCache) put(pk, fp string, resp Response, expiresAt int64) {
 	if v.size > c.max {
 		return
 	}
+	v.resp = cloneResponse(resp) // not the one the caller goes on to hold
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lru.Remove(pk)
@@ -80,4 +84,14 @@ func (c *responseCache) put(pk, fp string, resp Response, expiresAt int64) {
 	for c.bytes > c.max {
 		c.lru.RemoveOldest()
 	}
+}
+
+// cloneResponse copies what a caller may write to: the cache shares no
+// header map, cookie or body with any caller, so a change to an answer
+// never reaches a later replay (nor races with another caller's).
+func cloneResponse(r Response) Response {
+	r.Header = maps.Clone(r.Header)
+	r.Cookies = slices.Clone(r.Cookies)
+	r.Body = slices.Clone(r.Body)
+	return r
 }

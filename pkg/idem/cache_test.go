@@ -3,11 +3,11 @@ package idem_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkeys/idem/pkg/idem"
 )
@@ -77,6 +77,37 @@ func TestCacheKeepsOnlyCompletedRecords(t *testing.T) {
 	}
 }
 
+// What the cache answers is the caller's own: changing a response that Do
+// returned (the first one, or a replay from the cache) changes no later
+// replay, and two replays share nothing a caller may write to.
+func TestCacheAnswersAreTheCallersOwn(t *testing.T) {
+	f := newFixture(t, withCache(10, 1<<16))
+	ctx := context.Background()
+	work := func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		return idem.Response{StatusCode: 201, Header: map[string]string{"X-A": "1"}, Cookies: []string{"c=1"}, Body: []byte("first")}, nil
+	}
+	spoil := func(r *idem.Response) {
+		r.Header["X-A"] = "spoilt"
+		r.Cookies[0] = "spoilt"
+		r.Body[0] = 'X'
+	}
+	for _, do := range []func(context.Context, idem.Request, idem.Work) (idem.Result, error){f.store.Do, f.store.DoAtomic} {
+		key := "k" + time.Now().Format("150405.000000")
+		first, err := do(ctx, req("alice", key, `{}`), work)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spoil(&first.Response)
+		for i := range 2 {
+			res, err := do(ctx, req("alice", key, `{}`), work)
+			if err != nil || !res.Replayed || res.Response.Header["X-A"] != "1" || res.Response.Cookies[0] != "c=1" || string(res.Response.Body) != "first" {
+				t.Fatalf("replay %d after the caller changed the answer before it = %+v %v, want the stored response", i, res, err)
+			}
+			spoil(&res.Response)
+		}
+	}
+}
+
 // The cache honours expires_at and its bounds on entries and bytes.
 func TestCacheIsBoundedAndExpires(t *testing.T) {
 	f := newFixture(t, withCache(2, 1<<20))
@@ -110,18 +141,38 @@ func TestCacheIsBoundedAndExpires(t *testing.T) {
 	}
 }
 
-// The cache serves the front doors too: a replay through the HTTP API from
-// the cache is marked replayed, and costs nothing.
-func TestCacheBehindTheHTTPAPI(t *testing.T) {
-	f := newFixture(t, withCache(10, 1<<16))
-	h := f.store.HTTP(func(ctx context.Context, req events.APIGatewayV2HTTPRequest, tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
-		return events.APIGatewayV2HTTPResponse{StatusCode: 201, Body: "made"}, nil
-	})
-	r := apiRequest("alice", map[string]string{"idempotency-key": "k1"}, `{}`)
-	h(context.Background(), r)
-	f.db.Reset()
-	again, _ := h(context.Background(), r)
-	if again.StatusCode != 201 || again.Headers[idem.HeaderReplayed] != "true" || f.db.Total() != 0 {
-		t.Fatalf("cached replay = %+v with %v calls", again, f.db.Calls())
+// The cache serves every front door: a replay from it is the stored answer
+// (marked replayed by an HTTP door) and another request under the key its
+// 422 (Function's ErrFingerprintMismatch), neither with a DynamoDB call.
+func TestCacheBehindEveryDoor(t *testing.T) {
+	for _, d := range doorRows() {
+		t.Run(d.name, func(t *testing.T) {
+			f := newFixture(t, withCache(10, 1<<16))
+			var runs atomic.Int32
+			call := d.make(f.store, func(ctx context.Context, scope, key string, body []byte) (int, string) {
+				return 201, "made " + strconv.Itoa(int(runs.Add(1)))
+			})
+			if first, err := call(k1); err != nil || first.status != 201 || first.body != "made 1" {
+				t.Fatalf("first = %+v %v", first, err)
+			}
+			f.db.Reset()
+			again, err := call(k1)
+			if err != nil || again.status != 201 || again.body != "made 1" || (d.fn == nil && again.header[idem.HeaderReplayed] != "true") || f.db.Total() != 0 {
+				t.Fatalf("cached replay = %+v %v with %v DynamoDB calls, want the first answer and none", again, err, f.db.Calls())
+			}
+			other, err := call(doorCall{k1.scope, k1.keys, `{"a":2}`})
+			if d.fn != nil && !errors.Is(err, idem.ErrFingerprintMismatch) {
+				t.Fatalf("another request under a cached key = %v, want ErrFingerprintMismatch", err)
+			}
+			if d.fn == nil {
+				checkProblem(t, other.status, other.header["Content-Type"], []byte(other.body))
+				if other.status != 422 || !strings.Contains(other.body, `"code":"idempotency_key_reused"`) {
+					t.Fatalf("another request under a cached key = %+v, want 422", other)
+				}
+			}
+			if f.db.Total() != 0 || runs.Load() != 1 {
+				t.Fatalf("the cached 422 cost %v DynamoDB calls and the handler ran %d times, want none and once", f.db.Calls(), runs.Load())
+			}
+		})
 	}
 }

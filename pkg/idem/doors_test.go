@@ -34,9 +34,11 @@ type answer struct {
 // work is a front door's handler reduced to what the tests need.
 type work func(ctx context.Context, scope, key string, body []byte) (int, string)
 
-// doorDriver builds a front door over s around w and sends it calls.
+// doorDriver builds a front door over s around w and sends it calls. door
+// is the package's constructor it exercises, as exportedDoors names it.
 type doorDriver struct {
 	name string
+	door string
 	make func(s *idem.Store, w work) func(doorCall) answer
 }
 
@@ -49,7 +51,7 @@ func oneHeader(m map[string][]string) map[string]string {
 }
 
 var drivers = []doorDriver{
-	{"HTTP API payload 2.0", func(s *idem.Store, w work) func(doorCall) answer {
+	{"HTTP API payload 2.0", "HTTPTyped", func(s *idem.Store, w work) func(doorCall) answer {
 		h := idem.HTTPTyped(s, nil, func(ctx context.Context, req idem.HTTPRequest[struct{}], tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
 			st, b := w(ctx, req.Scope, req.Key, []byte(req.Event.Body))
 			return events.APIGatewayV2HTTPResponse{StatusCode: st, Body: b, Cookies: []string{"c=1"}}, nil
@@ -63,7 +65,21 @@ var drivers = []doorDriver{
 			return answer{r.StatusCode, r.Headers, r.Body}
 		}
 	}},
-	{"Function URL, AWS_IAM", func(s *idem.Store, w work) func(doorCall) answer {
+	{"HTTP API payload 2.0, untyped", "Store.HTTP", func(s *idem.Store, w work) func(doorCall) answer {
+		h := s.HTTP(func(ctx context.Context, req events.APIGatewayV2HTTPRequest, tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
+			st, b := w(ctx, idem.Scope(ctx), idem.Key(ctx), []byte(req.Body))
+			return events.APIGatewayV2HTTPResponse{StatusCode: st, Body: b}, nil
+		})
+		return func(c doorCall) answer {
+			hd := map[string]string{"x-scope": "forged"}
+			if c.keys != nil {
+				hd["Idempotency-Key"] = strings.Join(c.keys, ",")
+			}
+			r, _ := h(context.Background(), apiRequest(c.scope, hd, c.body))
+			return answer{r.StatusCode, r.Headers, r.Body}
+		}
+	}},
+	{"Function URL, AWS_IAM", "FunctionURL", func(s *idem.Store, w work) func(doorCall) answer {
 		h := idem.FunctionURL(s, nil, func(ctx context.Context, req idem.Req[events.LambdaFunctionURLRequest, struct{}], tx *idem.Tx) (events.LambdaFunctionURLResponse, error) {
 			st, b := w(ctx, req.Scope, req.Key, []byte(req.Event.Body))
 			return events.LambdaFunctionURLResponse{StatusCode: st, Body: b}, nil
@@ -81,7 +97,7 @@ var drivers = []doorDriver{
 			return answer{r.StatusCode, r.Headers, r.Body}
 		}
 	}},
-	{"Function URL, auth NONE, scope from a verified token", func(s *idem.Store, w work) func(doorCall) answer {
+	{"Function URL, auth NONE, scope from a verified token", "FunctionURL", func(s *idem.Store, w work) func(doorCall) answer {
 		verified := func(ev *events.LambdaFunctionURLRequest) string { // stands for the function's own check of a signed token
 			v, _ := strings.CutPrefix(ev.Headers["authorization"], "Verified ")
 			return v
@@ -103,11 +119,11 @@ var drivers = []doorDriver{
 			return answer{r.StatusCode, r.Headers, r.Body}
 		}
 	}},
-	{"REST API payload 1.0, Cognito claims", restDriver(nil)},
-	{"REST API payload 1.0, Lambda authorizer", restDriver(idem.RESTAuthorizer("principalId"))},
-	{"ALB, multi-value headers", albDriver(true)},
-	{"ALB, single-value headers", albDriver(false)},
-	{"net/http middleware on a ServeMux pattern", func(s *idem.Store, w work) func(doorCall) answer {
+	{"REST API payload 1.0, Cognito claims", "RESTAPI", restDriver(nil)},
+	{"REST API payload 1.0, Lambda authorizer", "RESTAPI", restDriver(idem.RESTAuthorizer("principalId"))},
+	{"ALB, multi-value headers", "ALB", albDriver(true)},
+	{"ALB, single-value headers", "ALB", albDriver(false)},
+	{"net/http middleware on a ServeMux pattern", "Store.Middleware", func(s *idem.Store, w work) func(doorCall) answer {
 		type principal struct{}
 		mw := s.Middleware(func(o *idem.MiddlewareOptions) {
 			o.Scope = func(r *http.Request) string { p, _ := r.Context().Value(principal{}).(string); return p }
@@ -209,9 +225,8 @@ func (f *fixture) items() int {
 }
 
 // Every front door: the first call runs the handler, a retry replays it
-// marked Idempotent-Replayed, a concurrent one is 409, another request under
-// the key 422, and bad input is refused as problem details with nothing
-// written.
+// marked Idempotent-Replayed, a concurrent one is 409.
+// TestEveryDoorRefusesBeforeWriting has the refusals (the 422 among them).
 func TestEveryFrontDoor(t *testing.T) {
 	for _, d := range drivers {
 		t.Run(d.name, func(t *testing.T) {
@@ -237,11 +252,6 @@ func TestEveryFrontDoor(t *testing.T) {
 			if other := call(doorCall{"bob", []string{"k1"}, `{"a":1}`}); other.status != 201 || !strings.Contains(other.body, `"bob"`) {
 				t.Fatalf("another caller's k1 = %+v, want its own run", other)
 			}
-			reused := call(doorCall{"alice", []string{"k1"}, `{"a":2}`})
-			checkProblem(t, reused.status, reused.header["Content-Type"], []byte(reused.body))
-			if reused.status != 422 || !strings.Contains(reused.body, `"idempotency_key_reused"`) {
-				t.Fatalf("reused = %+v", reused)
-			}
 			done := make(chan struct{})
 			go func() { call(doorCall{"alice", []string{"slow"}, `{}`}); close(done) }()
 			<-held
@@ -250,31 +260,6 @@ func TestEveryFrontDoor(t *testing.T) {
 			<-done
 			if busy.status != 409 || busy.header["Retry-After"] != "8" || !strings.Contains(busy.body, `"request_in_progress"`) {
 				t.Fatalf("concurrent = %+v, want 409 with Retry-After: 8", busy)
-			}
-
-			before, ran := f.items(), runs.Load()
-			for _, tc := range []struct {
-				name   string
-				c      doorCall
-				status int
-				code   string
-			}{
-				{"no identity (a client-set scope header is ignored)", doorCall{"", []string{"n1"}, `{}`}, 401, "unauthenticated"},
-				{"no key", doorCall{"alice", nil, `{}`}, 400, "idempotency_key_missing"},
-				{"several keys", doorCall{"alice", []string{"n1", "n2"}, `{}`}, 400, "idempotency_key_invalid"},
-				{"a key of 256 bytes", doorCall{"alice", []string{strings.Repeat("k", 256)}, `{}`}, 400, "idempotency_key_invalid"},
-				{"body over the limit", doorCall{"alice", []string{"n1"}, `"` + strings.Repeat("x", 70<<10) + `"`}, 413, "body_too_large"},
-				{"bad JSON", doorCall{"alice", []string{"n1"}, `{"a":`}, 400, "invalid_json"},
-				{"the key with another request", doorCall{"alice", []string{"k1"}, `{"a":3}`}, 422, "idempotency_key_reused"},
-			} {
-				got := call(tc.c)
-				checkProblem(t, got.status, got.header["Content-Type"], []byte(got.body))
-				if got.status != tc.status || !strings.Contains(got.body, `"code":"`+tc.code+`"`) {
-					t.Errorf("%s: %d %s, want %d %s", tc.name, got.status, got.body, tc.status, tc.code)
-				}
-			}
-			if n := f.items(); n != before || runs.Load() != ran {
-				t.Fatalf("bad input wrote %d records and ran the handler %d times", n-before, runs.Load()-ran)
 			}
 		})
 	}

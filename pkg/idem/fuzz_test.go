@@ -185,3 +185,47 @@ func FuzzALB(f *testing.F) { fuzzDoor(f, "ALB, multi-value headers", "ALB, singl
 func FuzzMiddleware(f *testing.F) {
 	fuzzDoor(f, "net/http middleware on a ServeMux pattern")
 }
+
+// FuzzFunction throws arbitrary keys and events at Function: no panic, an
+// event is refused only with ErrNoKey, ErrInvalidKey or ErrInvalidBody and
+// then never reaches the handler, and one that ran replays its Out.
+func FuzzFunction(f *testing.F) {
+	f.Add("k1", `{"a":1}`)
+	f.Add("", `{}`)
+	f.Add(strings.Repeat("k", 256), `[]`)
+	f.Add("k\x01", `{"a":1,"a":2}`)
+	f.Add("k2", `{"a":`)
+	f.Add("k3", "\"\xff\"")
+	f.Fuzz(func(t *testing.T, key, body string) {
+		store, err := idem.New(&memory{items: map[string]map[string]types.AttributeValue{}}, "fuzz-table")
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs := 0
+		h, err := idem.Function(store, func(ctx context.Context, in fnEvent) (int, error) {
+			runs++
+			if idem.ValidateKey(in.Key) != nil || idem.TxFrom(ctx) == nil {
+				t.Fatalf("handler ran with key %q", in.Key)
+			}
+			return runs, nil
+		}, func(o *idem.FunctionOptions[fnEvent]) {
+			o.Scope = "fuzz"
+			o.Key = func(in fnEvent) string { return in.Key }
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := fnEvent{Key: key, Body: json.RawMessage(body)}
+		first, err := h(context.Background(), ev)
+		if err != nil {
+			if runs != 0 || !(errors.Is(err, idem.ErrNoKey) || errors.Is(err, idem.ErrInvalidKey) || errors.Is(err, idem.ErrInvalidBody)) {
+				t.Fatalf("refused with %v after %d runs", err, runs)
+			}
+			return
+		}
+		again, err := h(context.Background(), ev)
+		if err != nil || again != first || runs != 1 {
+			t.Fatalf("the repeat = %d %v after %d runs, want %d replayed", again, err, runs, first)
+		}
+	})
+}
