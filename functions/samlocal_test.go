@@ -14,7 +14,7 @@ import (
 	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/rie"
 	"github.com/idemkeys/idem/local/samenv"
-	"github.com/idemkeys/idem/local/stack"
+	"github.com/idemkeys/idem/local/template"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
@@ -24,14 +24,14 @@ import (
 // declares, at the env-vars file's value for the function, else the file's
 // "Parameters", else the template's. A variable the template does not
 // declare never reaches the function, whatever the file says.
-func samEnv(fn *stack.Function, file map[string]map[string]string, samLocal bool) []string {
+func samEnv(fn *template.Function, file map[string]map[string]string, samLocal bool) []string {
 	env := []string{"AWS_REGION=" + dynamo.Region, "AWS_DEFAULT_REGION=" + dynamo.Region,
 		"AWS_ACCESS_KEY_ID=defaultkey", "AWS_SECRET_ACCESS_KEY=defaultsecret"}
 	if samLocal {
 		env = append(env, app.SAMLocalEnv+"=true")
 	}
 	for k, v := range fn.Env {
-		if strings.HasPrefix(v, stack.RefPrefix) {
+		if strings.HasPrefix(v, template.RefPrefix) {
 			v = "" // an intrinsic the SAM CLI cannot resolve is blank
 		}
 		if p, ok := file["Parameters"][k]; ok {

@@ -21,7 +21,7 @@ import (
 
 	"github.com/idemkeys/idem/local/apigw"
 	"github.com/idemkeys/idem/local/rie"
-	"github.com/idemkeys/idem/local/stack"
+	"github.com/idemkeys/idem/local/template"
 )
 
 // maxPayload is API Gateway's limit on a request body.
@@ -29,7 +29,7 @@ const maxPayload = 10 << 20
 
 // Function is one function to serve: its routes and how to run it.
 type Function struct {
-	Def       *stack.Function
+	Def       *template.Function
 	Bootstrap string
 	Env       []string
 }
@@ -38,8 +38,8 @@ type Function struct {
 type Server struct {
 	auth   *Authorizer
 	log    *slog.Logger
-	routes []stack.Route
-	owner  map[stack.Route]*pool
+	routes []template.Route
+	owner  map[template.Route]*pool
 	pools  []*pool
 }
 
@@ -51,7 +51,7 @@ func New(emulator string, fns []Function, auth *Authorizer, concurrency int, log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{auth: auth, log: log, owner: map[stack.Route]*pool{}}
+	s := &Server{auth: auth, log: log, owner: map[template.Route]*pool{}}
 	for _, f := range fns {
 		p := &pool{name: f.Def.LogicalID, emulator: emulator, bootstrap: f.Bootstrap, env: f.Env,
 			timeout: time.Duration(f.Def.Timeout) * time.Second, slots: make(chan struct{}, concurrency), busy: map[*rie.Runtime]bool{}}
@@ -65,7 +65,7 @@ func New(emulator string, fns []Function, auth *Authorizer, concurrency int, log
 }
 
 // Routes are the routes served, as the template declares them.
-func (s *Server) Routes() []stack.Route { return s.routes }
+func (s *Server) Routes() []template.Route { return s.routes }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()

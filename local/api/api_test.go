@@ -9,7 +9,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/idemkeys/idem/local/api"
-	"github.com/idemkeys/idem/local/stack"
+	"github.com/idemkeys/idem/local/template"
 )
 
 func TestAuthorizerRefusesBadTokens(t *testing.T) {
@@ -55,7 +55,7 @@ func TestAuthorizerRefusesBadTokens(t *testing.T) {
 	}
 
 	// Through the server: refused with API Gateway's 401 before any function runs.
-	srv := api.New("/nonexistent-emulator", []api.Function{{Def: &stack.Function{LogicalID: "F", Routes: []stack.Route{{Method: "POST", Path: "/charges"}}}}}, auth, 1, nil)
+	srv := api.New("/nonexistent-emulator", []api.Function{{Def: &template.Function{LogicalID: "F", Routes: []template.Route{{Method: "POST", Path: "/charges"}}}}}, auth, 1, nil)
 	for name, header := range cases {
 		r := httptest.NewRequest(http.MethodPost, "/charges", nil)
 		if header != "" {

@@ -15,15 +15,15 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/idemkeys/idem/local/stack"
+	"github.com/idemkeys/idem/local/template"
 )
 
 // Match finds the route of method and path among routes: "/charges/{id}"
 // matches "/charges/ch_1" with id = "ch_1". A literal segment beats a
 // parameter, as in API Gateway.
-func Match(routes []stack.Route, method, path string) (stack.Route, map[string]string, bool) {
+func Match(routes []template.Route, method, path string) (template.Route, map[string]string, bool) {
 	segs := strings.Split(strings.Trim(path, "/"), "/")
-	var best stack.Route
+	var best template.Route
 	var bestParams map[string]string
 	bestLiterals := -1
 	for _, r := range routes {
@@ -51,7 +51,7 @@ func Match(routes []stack.Route, method, path string) (stack.Route, map[string]s
 		}
 	}
 	if bestLiterals < 0 {
-		return stack.Route{}, nil, false
+		return template.Route{}, nil, false
 	}
 	if len(bestParams) == 0 {
 		bestParams = nil
@@ -63,7 +63,7 @@ func Match(routes []stack.Route, method, path string) (stack.Route, map[string]s
 // and repeated values joined with commas, cookies apart, the raw path and
 // query, path parameters, a body in base64 unless it is text, and the JWT
 // claims of the verified token (nil claims: no authorizer context).
-func Event(r *http.Request, body []byte, route stack.Route, params map[string]string, claims map[string]string) events.APIGatewayV2HTTPRequest {
+func Event(r *http.Request, body []byte, route template.Route, params map[string]string, claims map[string]string) events.APIGatewayV2HTTPRequest {
 	headers := map[string]string{}
 	for name, values := range r.Header {
 		if strings.EqualFold(name, "Cookie") {

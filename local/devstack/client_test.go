@@ -15,7 +15,7 @@ import (
 	"github.com/idemkeys/idem/local/devstack"
 	"github.com/idemkeys/idem/local/faultproxy"
 	"github.com/idemkeys/idem/local/provider"
-	"github.com/idemkeys/idem/local/stack/stacktest"
+	"github.com/idemkeys/idem/local/template/templatetest"
 	"github.com/idemkeys/idem/pkg/idemclient"
 )
 
@@ -26,7 +26,7 @@ import (
 // and end each case holding the committed response, with exactly one
 // charge at the provider. One stack serves every case.
 func TestClientAgainstTheStack(t *testing.T) {
-	_, bin := stacktest.Built(t)
+	_, bin := templatetest.Built(t)
 	s, err := devstack.Start(context.Background(), devstack.Options{
 		BinDir: bin, TablePrefix: "client-" + strings.ToLower(rand.Text()[:6]) + "-",
 		APIAddr: "127.0.0.1:0", ProviderAddr: "127.0.0.1:0",

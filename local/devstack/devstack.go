@@ -23,7 +23,7 @@ import (
 	"github.com/idemkeys/idem/local/faultproxy"
 	"github.com/idemkeys/idem/local/provider"
 	"github.com/idemkeys/idem/local/rie"
-	"github.com/idemkeys/idem/local/stack"
+	"github.com/idemkeys/idem/local/template"
 )
 
 // The local JWT authorizer's issuer and audience, and the provider's secret.
@@ -58,7 +58,7 @@ type Stack struct {
 	Auth                          *api.Authorizer
 	API                           *api.Server
 	Faults                        *faultproxy.Proxy // with Options.FaultProxy
-	Vars                          map[string]string // what stack.EnvFile holds
+	Vars                          map[string]string // what EnvFile holds
 	closers                       []func()
 }
 
@@ -75,14 +75,14 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}()
 	step := func(format string, args ...any) { fmt.Fprintf(o.Progress, "• "+format+"\n", args...) }
 	tplPath := filepath.Join(o.Root, "template.yaml")
-	tpl, err := stack.Load(tplPath)
+	tpl, err := template.Load(tplPath)
 	if err != nil {
 		return nil, err
 	}
 
 	start := time.Now()
 	step("local DynamoDB engine: starting…")
-	runDir := filepath.Join(o.Root, filepath.Dir(stack.EnvFile))
+	runDir := filepath.Join(o.Root, filepath.Dir(EnvFile))
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -103,10 +103,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	step("  ready at %s (%s), %v", endpoint, what, time.Since(start).Round(time.Millisecond))
 
-	tables, err := dynamo.TemplateTables(tplPath)
-	if err != nil {
-		return nil, err
-	}
+	tables := tpl.Tables
 	db := dynamo.NewClient(endpoint)
 	s.Vars = map[string]string{dynamo.EndpointEnv: endpoint, "IDEM_LEASE": o.Lease}
 	if o.FaultProxy {
@@ -123,7 +120,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	for _, t := range tables {
 		name := o.TablePrefix + t.LogicalID
-		if err := t.Create(ctx, db, name); err != nil {
+		if err := dynamo.Table(t).Create(ctx, db, name); err != nil {
 			return nil, err
 		}
 		ttl := ""
@@ -132,7 +129,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		}
 		step("table %s as %s%s", t.LogicalID, name, ttl)
 		s.Tables[t.LogicalID] = name
-		s.Vars[stack.RefVar+t.LogicalID] = name
+		s.Vars[RefVar+t.LogicalID] = name
 	}
 
 	s.Sim = provider.New(ProviderSecret, o.Log)
@@ -157,7 +154,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		if _, err := os.Stat(bootstrap); err != nil {
 			return nil, fmt.Errorf("%s is not built (make build): %w", bootstrap, err)
 		}
-		env, err := stack.RuntimeEnv(fn, s.Vars)
+		env, err := RuntimeEnv(fn, s.Vars)
 		if err != nil {
 			return nil, err
 		}
@@ -180,8 +177,8 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	s.closers = append(s.closers, stop)
 	s.APIURL = apiURL
-	s.Vars[stack.LocalVar+"API_URL"] = apiURL
-	s.Vars[stack.LocalVar+"JWT_SECRET"] = hex.EncodeToString(secret)
+	s.Vars[LocalVar+"API_URL"] = apiURL
+	s.Vars[LocalVar+"JWT_SECRET"] = hex.EncodeToString(secret)
 	step("HTTP API at %s: %d routes of template.yaml, each function under the Lambda Runtime Interface Emulator", apiURL, len(s.API.Routes()))
 	return s, nil
 }
@@ -197,16 +194,16 @@ func (s *Stack) Close() {
 // AuthorizerFromVars rebuilds the local authorizer from an env file's vars,
 // so another process (make demo) can mint tokens the stack accepts.
 func AuthorizerFromVars(vars map[string]string) (*api.Authorizer, error) {
-	secret, err := hex.DecodeString(vars[stack.LocalVar+"JWT_SECRET"])
+	secret, err := hex.DecodeString(vars[LocalVar+"JWT_SECRET"])
 	if err != nil || len(secret) == 0 {
-		return nil, fmt.Errorf("no %sJWT_SECRET in %s", stack.LocalVar, stack.EnvFile)
+		return nil, fmt.Errorf("no %sJWT_SECRET in %s", LocalVar, EnvFile)
 	}
 	return &api.Authorizer{Secret: secret, Issuer: Issuer, Audience: Audience}, nil
 }
 
 func (o *Options) defaults() error {
 	if o.Root == "" {
-		p, err := dynamo.FindTemplate(".")
+		p, err := template.FindTemplate(".")
 		if err != nil {
 			return err
 		}

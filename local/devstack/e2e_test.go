@@ -11,7 +11,7 @@ import (
 	"github.com/idemkeys/idem/local/demo"
 	"github.com/idemkeys/idem/local/devstack"
 	"github.com/idemkeys/idem/local/dynamotest"
-	"github.com/idemkeys/idem/local/stack/stacktest"
+	"github.com/idemkeys/idem/local/template/templatetest"
 )
 
 func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
 // the provider simulator counting charges. A crash is a SIGKILL of the
 // function's process.
 func TestDemoScenariosEndToEnd(t *testing.T) {
-	_, bin := stacktest.Built(t)
+	_, bin := templatetest.Built(t)
 	s, err := devstack.Start(context.Background(), devstack.Options{
 		BinDir:       bin,
 		TablePrefix:  "e2e-" + strings.ToLower(rand.Text()[:6]) + "-",

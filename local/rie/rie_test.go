@@ -11,14 +11,14 @@ import (
 
 	"github.com/idemkeys/idem/local/proc"
 	"github.com/idemkeys/idem/local/rie"
-	"github.com/idemkeys/idem/local/stack/stacktest"
+	"github.com/idemkeys/idem/local/template/templatetest"
 )
 
 // TestStopKillsTheFunctionProcess checks what the crash tests rely on: the
 // emulator starts the function in its own process group, and Stop must still
 // kill the function, not just the emulator.
 func TestStopKillsTheFunctionProcess(t *testing.T) {
-	tpl, bin := stacktest.Built(t)
+	tpl, bin := templatetest.Built(t)
 	emulator, err := rie.Binary(tpl.Dir)
 	if err != nil {
 		t.Fatal(err)

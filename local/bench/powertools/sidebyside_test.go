@@ -40,6 +40,7 @@ import (
 	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/local/measure"
+	"github.com/idemkeys/idem/local/template"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
@@ -249,7 +250,7 @@ type harness struct {
 
 func startHarness(t *testing.T, endpoint, table, orders string) *harness {
 	t.Helper()
-	root, err := dynamo.FindTemplate(".")
+	root, err := template.FindTemplate(".")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,8 +20,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/idemkeys/idem/local/devstack"
 	"github.com/idemkeys/idem/local/rie"
-	"github.com/idemkeys/idem/local/stack"
+	"github.com/idemkeys/idem/local/template"
 )
 
 func main() {
@@ -47,12 +48,12 @@ func run(fnDir, eventPath string, times int) error {
 	if !json.Valid(payload) {
 		return fmt.Errorf("%s is not JSON", eventPath)
 	}
-	tpl, err := stack.Project()
+	tpl, err := template.Project()
 	if err != nil {
 		return err
 	}
 	root := tpl.Dir
-	var fn *stack.Function
+	var fn *template.Function
 	for i := range tpl.Functions {
 		if tpl.Functions[i].Package == "./functions/"+fnDir {
 			fn = &tpl.Functions[i]
@@ -61,14 +62,14 @@ func run(fnDir, eventPath string, times int) error {
 	if fn == nil {
 		return fmt.Errorf("no function in template.yaml builds ./functions/%s", fnDir)
 	}
-	vars, err := stack.ReadEnv(filepath.Join(root, stack.EnvFile))
+	vars, err := devstack.ReadEnv(filepath.Join(root, devstack.EnvFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("no local stack running: start one with `make run` in another terminal")
 	}
 	if err != nil {
 		return err
 	}
-	env, err := stack.RuntimeEnv(fn, vars)
+	env, err := devstack.RuntimeEnv(fn, vars)
 	if err != nil {
 		return err
 	}
