@@ -6,14 +6,12 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -39,8 +37,8 @@ type Server struct {
 	auth   *Authorizer
 	log    *slog.Logger
 	routes []template.Route
-	owner  map[template.Route]*pool
-	pools  []*pool
+	owner  map[template.Route]*rie.Pool
+	pools  []*rie.Pool
 }
 
 // New returns a server for fns, each run under the emulator at emulator with
@@ -51,10 +49,10 @@ func New(emulator string, fns []Function, auth *Authorizer, concurrency int, log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{auth: auth, log: log, owner: map[template.Route]*pool{}}
+	s := &Server{auth: auth, log: log, owner: map[template.Route]*rie.Pool{}}
 	for _, f := range fns {
-		p := &pool{name: f.Def.LogicalID, emulator: emulator, bootstrap: f.Bootstrap, env: f.Env,
-			timeout: time.Duration(f.Def.Timeout) * time.Second, slots: make(chan struct{}, concurrency), busy: map[*rie.Runtime]bool{}}
+		o := rie.Options{Env: f.Env, Timeout: time.Duration(f.Def.Timeout) * time.Second}
+		p := rie.NewPool(f.Def.LogicalID, emulator, f.Bootstrap, o, concurrency)
 		s.pools = append(s.pools, p)
 		for _, r := range f.Def.Routes {
 			s.routes = append(s.routes, r)
@@ -95,9 +93,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := s.owner[route]
-	out, err := p.invoke(r.Context(), payload)
+	out, err := p.Invoke(r.Context(), payload)
 	if err != nil {
-		s.log.Warn("api: invocation failed", "function", p.name, "error", err.Error())
+		s.log.Warn("api: invocation failed", "function", p.Name, "error", err.Error())
 		writeMessage(w, http.StatusInternalServerError, "Internal Server Error")
 		return
 	}
@@ -107,7 +105,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	apigw.Write(w, resp)
-	s.log.Info("api", "method", r.Method, "path", r.URL.Path, "status", resp.StatusCode, "function", p.name, "ms", time.Since(start).Milliseconds())
+	s.log.Info("api", "method", r.Method, "path", r.URL.Path, "status", resp.StatusCode, "function", p.Name, "ms", time.Since(start).Milliseconds())
 }
 
 // Crash kills, with SIGKILL, every execution environment that is running an
@@ -116,7 +114,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) Crash() int {
 	n := 0
 	for _, p := range s.pools {
-		n += p.crash()
+		n += p.Crash()
 	}
 	return n
 }
@@ -124,7 +122,7 @@ func (s *Server) Crash() int {
 // Close stops every execution environment.
 func (s *Server) Close() {
 	for _, p := range s.pools {
-		p.close()
+		p.Close()
 	}
 }
 
@@ -133,91 +131,6 @@ func writeMessage(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	fmt.Fprintf(w, `{"message":%q}`, msg)
-}
-
-// pool holds the execution environments of one function, started on
-// demand up to its concurrency and reused, as Lambda reuses warm ones.
-type pool struct {
-	name, emulator, bootstrap string
-	env                       []string
-	timeout                   time.Duration
-	slots                     chan struct{}
-
-	mu   sync.Mutex
-	idle []*rie.Runtime
-	busy map[*rie.Runtime]bool
-}
-
-func (p *pool) invoke(ctx context.Context, payload []byte) ([]byte, error) {
-	select {
-	case p.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	defer func() { <-p.slots }()
-	rt, err := p.take(ctx)
-	if err != nil {
-		return nil, err
-	}
-	// The invocation outlives a client that hangs up, as in Lambda.
-	out, err := rt.Invoke(context.WithoutCancel(ctx), payload)
-	p.mu.Lock()
-	delete(p.busy, rt)
-	healthy := err == nil || errors.Is(err, rie.ErrFunction)
-	if healthy && !rt.Exited() {
-		p.idle = append(p.idle, rt)
-	}
-	p.mu.Unlock()
-	if !healthy || rt.Exited() {
-		rt.Stop()
-	}
-	return out, err
-}
-
-func (p *pool) take(ctx context.Context) (*rie.Runtime, error) {
-	p.mu.Lock()
-	if n := len(p.idle); n > 0 {
-		rt := p.idle[n-1]
-		p.idle = p.idle[:n-1]
-		p.busy[rt] = true
-		p.mu.Unlock()
-		return rt, nil
-	}
-	p.mu.Unlock()
-	rt, err := rie.Start(ctx, p.emulator, p.bootstrap, rie.Options{Env: p.env, Timeout: p.timeout})
-	if err != nil {
-		return nil, err
-	}
-	p.mu.Lock()
-	p.busy[rt] = true
-	p.mu.Unlock()
-	return rt, nil
-}
-
-func (p *pool) crash() int {
-	p.mu.Lock()
-	victims := make([]*rie.Runtime, 0, len(p.busy))
-	for rt := range p.busy {
-		victims = append(victims, rt)
-	}
-	p.mu.Unlock()
-	for _, rt := range victims {
-		rt.Stop()
-	}
-	return len(victims)
-}
-
-func (p *pool) close() {
-	p.mu.Lock()
-	all := append([]*rie.Runtime(nil), p.idle...)
-	for rt := range p.busy {
-		all = append(all, rt)
-	}
-	p.idle, p.busy = nil, map[*rie.Runtime]bool{}
-	p.mu.Unlock()
-	for _, rt := range all {
-		rt.Stop()
-	}
 }
 
 // Authorizer verifies bearer tokens as the HTTP API's JWT authorizer does:
