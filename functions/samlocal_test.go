@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/idemkeys/idem/functions/internal/app"
-	"github.com/idemkeys/idem/local/api"
+	"github.com/idemkeys/idem/local/apigw"
 	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/rie"
 	"github.com/idemkeys/idem/local/samenv"
@@ -107,7 +107,7 @@ func TestSAMLocalStartAPIEventUnderTheEmulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth := &api.Authorizer{Secret: []byte("make sam-local-env's own key"), Issuer: "https://issuer.local.invalid", Audience: "idem-local"}
+	auth := &apigw.Authorizer{Secret: []byte("make sam-local-env's own key"), Issuer: "https://issuer.local.invalid", Audience: "idem-local"}
 	token, err := auth.Token("user-sam-1", time.Hour)
 	if err != nil {
 		t.Fatal(err)

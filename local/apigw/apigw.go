@@ -1,6 +1,9 @@
-// Package apigw turns HTTP requests into API Gateway HTTP API (payload 2.0)
-// events and responses back, the way API Gateway and `sam local start-api`
-// do, for the local API and for tests.
+// Package apigw is API Gateway's HTTP API on this machine, as `sam local
+// start-api` serves it: the template's routes on a ServeMux, the JWT
+// authorizer, HTTP requests turned into payload 2.0 events and the
+// functions' responses back, each function invoked on its bootstrap under
+// the Lambda Runtime Interface Emulator (a rie.Pool). Tests use the event
+// conversion and Match on their own.
 package apigw
 
 import (
@@ -17,47 +20,6 @@ import (
 
 	"github.com/idemkeys/idem/local/template"
 )
-
-// Match finds the route of method and path among routes: "/charges/{id}"
-// matches "/charges/ch_1" with id = "ch_1". A literal segment beats a
-// parameter, as in API Gateway.
-func Match(routes []template.Route, method, path string) (template.Route, map[string]string, bool) {
-	segs := strings.Split(strings.Trim(path, "/"), "/")
-	var best template.Route
-	var bestParams map[string]string
-	bestLiterals := -1
-	for _, r := range routes {
-		if r.Method != method && r.Method != "ANY" {
-			continue
-		}
-		rsegs := strings.Split(strings.Trim(r.Path, "/"), "/")
-		if len(rsegs) != len(segs) {
-			continue
-		}
-		params, literals, ok := map[string]string{}, 0, true
-		for i, rs := range rsegs {
-			if strings.HasPrefix(rs, "{") && strings.HasSuffix(rs, "}") && segs[i] != "" {
-				params[rs[1:len(rs)-1]] = segs[i]
-				continue
-			}
-			if rs != segs[i] {
-				ok = false
-				break
-			}
-			literals++
-		}
-		if ok && literals > bestLiterals {
-			best, bestParams, bestLiterals = r, params, literals
-		}
-	}
-	if bestLiterals < 0 {
-		return template.Route{}, nil, false
-	}
-	if len(bestParams) == 0 {
-		bestParams = nil
-	}
-	return best, bestParams, true
-}
 
 // Event is the payload 2.0 event for r on route: header names lowercased
 // and repeated values joined with commas, cookies apart, the raw path and

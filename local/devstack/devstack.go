@@ -18,7 +18,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/idemkeys/idem/local/api"
+	"github.com/idemkeys/idem/local/apigw"
 	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/faultproxy"
 	"github.com/idemkeys/idem/local/provider"
@@ -55,8 +55,8 @@ type Stack struct {
 	APIURL, ProviderURL, Endpoint string
 	Tables                        map[string]string // logical id to local name
 	Sim                           *provider.Simulator
-	Auth                          *api.Authorizer
-	API                           *api.Server
+	Auth                          *apigw.Authorizer
+	API                           *apigw.Server
 	Faults                        *faultproxy.Proxy // with Options.FaultProxy
 	Vars                          map[string]string // what EnvFile holds
 	closers                       []func()
@@ -147,7 +147,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	var fns []api.Function
+	var fns []apigw.Function
 	for i := range tpl.Functions {
 		fn := &tpl.Functions[i]
 		bootstrap := fn.Bootstrap(o.BinDir)
@@ -158,12 +158,12 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		if err != nil {
 			return nil, err
 		}
-		fns = append(fns, api.Function{Def: fn, Bootstrap: bootstrap, Env: env})
+		fns = append(fns, apigw.Function{Def: fn, Bootstrap: bootstrap, Env: env})
 	}
 	secret := make([]byte, 32)
 	rand.Read(secret)
-	s.Auth = &api.Authorizer{Secret: secret, Issuer: Issuer, Audience: Audience}
-	s.API = api.New(emulator, fns, s.Auth, o.Concurrency, o.Log)
+	s.Auth = &apigw.Authorizer{Secret: secret, Issuer: Issuer, Audience: Audience}
+	s.API = apigw.New(emulator, fns, s.Auth, o.Concurrency, o.Log)
 	s.closers = append(s.closers, s.API.Close)
 	mux := http.NewServeMux()
 	mux.Handle("/", s.API)
@@ -193,12 +193,12 @@ func (s *Stack) Close() {
 
 // AuthorizerFromVars rebuilds the local authorizer from an env file's vars,
 // so another process (make demo) can mint tokens the stack accepts.
-func AuthorizerFromVars(vars map[string]string) (*api.Authorizer, error) {
+func AuthorizerFromVars(vars map[string]string) (*apigw.Authorizer, error) {
 	secret, err := hex.DecodeString(vars[LocalVar+"JWT_SECRET"])
 	if err != nil || len(secret) == 0 {
 		return nil, fmt.Errorf("no %sJWT_SECRET in %s", LocalVar, EnvFile)
 	}
-	return &api.Authorizer{Secret: secret, Issuer: Issuer, Audience: Audience}, nil
+	return &apigw.Authorizer{Secret: secret, Issuer: Issuer, Audience: Audience}, nil
 }
 
 func (o *Options) defaults() error {

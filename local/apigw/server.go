@@ -1,23 +1,14 @@
-// Package api serves template.yaml's HTTP API on this machine, as
-// `sam local start-api` does: each request is matched to a route of the
-// template, checked by a JWT authorizer, turned into a payload 2.0 event and
-// invoked on the function's bootstrap under the Lambda Runtime Interface
-// Emulator, and the function's response is sent back.
-package api
+package apigw
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/idemkeys/idem/local/apigw"
 	"github.com/idemkeys/idem/local/rie"
 	"github.com/idemkeys/idem/local/template"
 )
@@ -39,6 +30,7 @@ type Server struct {
 	routes []template.Route
 	owner  map[template.Route]*rie.Pool
 	pools  []*rie.Pool
+	mux    *http.ServeMux
 }
 
 // New returns a server for fns, each run under the emulator at emulator with
@@ -59,26 +51,28 @@ func New(emulator string, fns []Function, auth *Authorizer, concurrency int, log
 			s.owner[r] = p
 		}
 	}
+	s.mux = newMux(s.routes, s.serveRoute)
 	return s
 }
 
 // Routes are the routes served, as the template declares them.
 func (s *Server) Routes() []template.Route { return s.routes }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP serves r on the route of the template that takes it, through a
+// ServeMux of the routes (see Match), or answers 404 as API Gateway does.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// serveRoute checks r's token, invokes route's function with r's event, and
+// writes the function's response.
+func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request, route template.Route, params map[string]string) {
 	start := time.Now()
-	route, params, ok := apigw.Match(s.routes, r.Method, r.URL.Path)
-	if !ok {
-		writeMessage(w, http.StatusNotFound, "Not Found")
-		return
-	}
 	claims, err := s.auth.Verify(r.Header.Get("Authorization"))
 	if err != nil {
 		s.log.Info("api: unauthorized", "route", route.Method+" "+route.Path, "reason", err.Error())
 		writeMessage(w, http.StatusUnauthorized, "Unauthorized")
 		return
 	}
-	body, err := apigw.ReadBody(r, maxPayload)
+	body, err := ReadBody(r, maxPayload)
 	if err != nil {
 		writeMessage(w, http.StatusBadRequest, "Bad Request")
 		return
@@ -87,7 +81,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeMessage(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large")
 		return
 	}
-	payload, err := json.Marshal(apigw.Event(r, body, route, params, claims))
+	payload, err := json.Marshal(Event(r, body, route, params, claims))
 	if err != nil {
 		writeMessage(w, http.StatusInternalServerError, "Internal Server Error")
 		return
@@ -104,7 +98,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeMessage(w, http.StatusInternalServerError, "Internal Server Error")
 		return
 	}
-	apigw.Write(w, resp)
+	Write(w, resp)
 	s.log.Info("api", "method", r.Method, "path", r.URL.Path, "status", resp.StatusCode, "function", p.Name, "ms", time.Since(start).Milliseconds())
 }
 
@@ -131,56 +125,4 @@ func writeMessage(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	fmt.Fprintf(w, `{"message":%q}`, msg)
-}
-
-// Authorizer verifies bearer tokens as the HTTP API's JWT authorizer does:
-// signature, issuer, audience, expiry. Locally the tokens are HS256 with a
-// secret of make run's; deployed, API Gateway checks the issuer's keys.
-type Authorizer struct {
-	Secret   []byte
-	Issuer   string
-	Audience string
-}
-
-// Verify returns the token's claims as API Gateway passes them to a
-// function: every value a string.
-func (a *Authorizer) Verify(header string) (map[string]string, error) {
-	raw, ok := stripBearer(header)
-	if !ok {
-		return nil, errors.New("no bearer token")
-	}
-	claims := jwt.MapClaims{}
-	_, err := jwt.ParseWithClaims(raw, claims, func(*jwt.Token) (any, error) { return a.Secret, nil },
-		jwt.WithValidMethods([]string{"HS256"}), jwt.WithIssuer(a.Issuer), jwt.WithAudience(a.Audience), jwt.WithExpirationRequired())
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]string, len(claims))
-	for k, v := range claims {
-		switch v := v.(type) {
-		case string:
-			out[k] = v
-		case float64:
-			out[k] = fmt.Sprintf("%.0f", v)
-		default:
-			out[k] = fmt.Sprint(v)
-		}
-	}
-	return out, nil
-}
-
-// Token mints a token for sub, valid for ttl.
-func (a *Authorizer) Token(sub string, ttl time.Duration) (string, error) {
-	now := time.Now()
-	return jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
-		"sub": sub, "iss": a.Issuer, "aud": a.Audience, "iat": now.Unix(), "exp": now.Add(ttl).Unix(),
-	}).SignedString(a.Secret)
-}
-
-func stripBearer(h string) (string, bool) {
-	const prefix = "Bearer "
-	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
-		return "", false
-	}
-	return h[len(prefix):], true
 }
