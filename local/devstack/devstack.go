@@ -60,40 +60,61 @@ type Stack struct {
 	Faults                        *faultproxy.Proxy // with Options.FaultProxy
 	Vars                          map[string]string // what EnvFile holds
 	closers                       []func()
+	progress                      io.Writer
 }
 
-// Start brings the stack up, printing progress as it goes.
+// Start brings the stack up, printing progress as it goes: the engine and
+// the tables, the provider simulator, then the API.
 func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	s := &Stack{Root: o.Root, Tables: map[string]string{}}
+	tpl, err := template.Load(filepath.Join(o.Root, "template.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	s := &Stack{Root: o.Root, Tables: map[string]string{}, progress: o.Progress}
 	defer func() {
 		if err != nil {
 			s.Close()
 		}
 	}()
-	step := func(format string, args ...any) { fmt.Fprintf(o.Progress, "• "+format+"\n", args...) }
-	tplPath := filepath.Join(o.Root, "template.yaml")
-	tpl, err := template.Load(tplPath)
-	if err != nil {
+	if err := s.startEngine(ctx, o); err != nil {
 		return nil, err
 	}
+	if err := s.createTables(ctx, tpl.Tables, o.TablePrefix); err != nil {
+		return nil, err
+	}
+	if err := s.startProvider(o); err != nil {
+		return nil, err
+	}
+	if err := s.startAPI(tpl, o); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
 
+func (s *Stack) step(format string, args ...any) {
+	fmt.Fprintf(s.progress, "• "+format+"\n", args...)
+}
+
+// startEngine starts moto (its log in the env file's directory) or reaches
+// the engine at DYNAMODB_ENDPOINT, with a fault proxy in front if asked.
+func (s *Stack) startEngine(ctx context.Context, o Options) error {
 	start := time.Now()
-	step("local DynamoDB engine: starting…")
+	s.step("local DynamoDB engine: starting…")
 	runDir := filepath.Join(o.Root, filepath.Dir(EnvFile))
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
-		return nil, err
+		return err
 	}
 	logf, err := os.Create(filepath.Join(runDir, "moto.log"))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.closers = append(s.closers, func() { logf.Close() })
 	endpoint, engine, err := dynamo.Ensure(ctx, logf)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.closers = append(s.closers, func() { engine.Stop() })
 	s.Endpoint = endpoint
@@ -101,64 +122,69 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if engine == nil {
 		what = "the engine at " + dynamo.EndpointEnv
 	}
-	step("  ready at %s (%s), %v", endpoint, what, time.Since(start).Round(time.Millisecond))
-
-	tables := tpl.Tables
-	db := dynamo.NewClient(endpoint)
+	s.step("  ready at %s (%s), %v", endpoint, what, time.Since(start).Round(time.Millisecond))
 	s.Vars = map[string]string{dynamo.EndpointEnv: endpoint, "IDEM_LEASE": o.Lease}
-	if o.FaultProxy {
-		if s.Faults, err = faultproxy.New(endpoint); err != nil {
-			return nil, err
-		}
-		proxyURL, stop, err := serve("127.0.0.1:0", s.Faults)
-		if err != nil {
-			return nil, err
-		}
-		s.closers = append(s.closers, stop)
-		s.Vars[dynamo.EndpointEnv] = proxyURL
-		step("fault proxy in front of the engine at %s", proxyURL)
+	if !o.FaultProxy {
+		return nil
 	}
+	if s.Faults, err = faultproxy.New(endpoint); err != nil {
+		return err
+	}
+	proxyURL, stop, err := serve("127.0.0.1:0", s.Faults)
+	if err != nil {
+		return err
+	}
+	s.closers = append(s.closers, stop)
+	s.Vars[dynamo.EndpointEnv] = proxyURL
+	s.step("fault proxy in front of the engine at %s", proxyURL)
+	return nil
+}
+
+// createTables makes the template's tables on the engine, each named
+// prefix + its logical id.
+func (s *Stack) createTables(ctx context.Context, tables []template.Table, prefix string) error {
+	db := dynamo.NewClient(s.Endpoint)
 	for _, t := range tables {
-		name := o.TablePrefix + t.LogicalID
+		name := prefix + t.LogicalID
 		if err := dynamo.Table(t).Create(ctx, db, name); err != nil {
-			return nil, err
+			return err
 		}
 		ttl := ""
 		if t.TTLAttribute != "" {
 			ttl = ", TTL on " + t.TTLAttribute
 		}
-		step("table %s as %s%s", t.LogicalID, name, ttl)
+		s.step("table %s as %s%s", t.LogicalID, name, ttl)
 		s.Tables[t.LogicalID] = name
 		s.Vars[RefVar+t.LogicalID] = name
 	}
+	return nil
+}
 
+// startProvider serves the payment provider simulator.
+func (s *Stack) startProvider(o Options) error {
 	s.Sim = provider.New(ProviderSecret, o.Log)
 	providerURL, stop, err := serve(o.ProviderAddr, s.Sim)
 	if err != nil {
-		return nil, fmt.Errorf("payment provider simulator: %w", err)
+		return fmt.Errorf("payment provider simulator: %w", err)
 	}
 	s.closers = append(s.closers, stop)
 	s.ProviderURL = providerURL
 	s.Vars["PROVIDER_BASE_URL"] = providerURL
 	s.Vars["PROVIDER_SECRET_KEY"] = ProviderSecret
-	step("payment provider simulator at %s (every charge it makes: GET %s/_sim/effects)", providerURL, providerURL)
+	s.step("payment provider simulator at %s (every charge it makes: GET %s/_sim/effects)", providerURL, providerURL)
+	return nil
+}
 
+// startAPI serves the template's routes on the built bootstraps, with a
+// fresh secret for the authorizer, and the crash switch beside them.
+func (s *Stack) startAPI(tpl *template.Template, o Options) error {
 	emulator, err := rie.Binary(o.Root)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var fns []apigw.Function
-	for i := range tpl.Functions {
-		fn := &tpl.Functions[i]
-		bootstrap := fn.Bootstrap(o.BinDir)
-		if _, err := os.Stat(bootstrap); err != nil {
-			return nil, fmt.Errorf("%s is not built (make build): %w", bootstrap, err)
-		}
-		env, err := RuntimeEnv(fn, s.Vars)
-		if err != nil {
-			return nil, err
-		}
-		fns = append(fns, apigw.Function{Def: fn, Bootstrap: bootstrap, Env: env})
+	fns, err := s.functions(tpl, o.BinDir)
+	if err != nil {
+		return err
 	}
 	secret := make([]byte, 32)
 	rand.Read(secret)
@@ -173,14 +199,33 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	})
 	apiURL, stop, err := serve(o.APIAddr, mux)
 	if err != nil {
-		return nil, fmt.Errorf("local API: %w", err)
+		return fmt.Errorf("local API: %w", err)
 	}
 	s.closers = append(s.closers, stop)
 	s.APIURL = apiURL
 	s.Vars[LocalVar+"API_URL"] = apiURL
 	s.Vars[LocalVar+"JWT_SECRET"] = hex.EncodeToString(secret)
-	step("HTTP API at %s: %d routes of template.yaml, each function under the Lambda Runtime Interface Emulator", apiURL, len(s.API.Routes()))
-	return s, nil
+	s.step("HTTP API at %s: %d routes of template.yaml, each function under the Lambda Runtime Interface Emulator", apiURL, len(s.API.Routes()))
+	return nil
+}
+
+// functions are the template's functions as the API runs them: each
+// bootstrap built under binDir, each environment pointed at this stack.
+func (s *Stack) functions(tpl *template.Template, binDir string) ([]apigw.Function, error) {
+	var fns []apigw.Function
+	for i := range tpl.Functions {
+		fn := &tpl.Functions[i]
+		bootstrap := fn.Bootstrap(binDir)
+		if _, err := os.Stat(bootstrap); err != nil {
+			return nil, fmt.Errorf("%s is not built (make build): %w", bootstrap, err)
+		}
+		env, err := RuntimeEnv(fn, s.Vars)
+		if err != nil {
+			return nil, err
+		}
+		fns = append(fns, apigw.Function{Def: fn, Bootstrap: bootstrap, Env: env})
+	}
+	return fns, nil
 }
 
 // Close stops everything Start started, last first.

@@ -53,23 +53,11 @@ func run(fnDir, eventPath string, times int) error {
 		return err
 	}
 	root := tpl.Dir
-	var fn *template.Function
-	for i := range tpl.Functions {
-		if tpl.Functions[i].Package == "./functions/"+fnDir {
-			fn = &tpl.Functions[i]
-		}
-	}
-	if fn == nil {
-		return fmt.Errorf("no function in template.yaml builds ./functions/%s", fnDir)
-	}
-	vars, err := devstack.ReadEnv(filepath.Join(root, devstack.EnvFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("no local stack running: start one with `make run` in another terminal")
-	}
+	fn, err := function(tpl, fnDir)
 	if err != nil {
 		return err
 	}
-	env, err := devstack.RuntimeEnv(fn, vars)
+	env, err := stackEnv(root, fn)
 	if err != nil {
 		return err
 	}
@@ -102,4 +90,26 @@ func run(fnDir, eventPath string, times int) error {
 		}
 	}
 	return nil
+}
+
+// function is the function of tpl that builds ./functions/<fnDir>.
+func function(tpl *template.Template, fnDir string) (*template.Function, error) {
+	for i := range tpl.Functions {
+		if tpl.Functions[i].Package == "./functions/"+fnDir {
+			return &tpl.Functions[i], nil
+		}
+	}
+	return nil, fmt.Errorf("no function in template.yaml builds ./functions/%s", fnDir)
+}
+
+// stackEnv is fn's environment against the stack that make run started.
+func stackEnv(root string, fn *template.Function) ([]string, error) {
+	vars, err := devstack.ReadEnv(filepath.Join(root, devstack.EnvFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no local stack running: start one with `make run` in another terminal")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return devstack.RuntimeEnv(fn, vars)
 }
