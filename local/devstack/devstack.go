@@ -143,12 +143,7 @@ func (s *Stack) startEngine(ctx context.Context, o Options) error {
 // createTables makes the template's tables on the engine, each named
 // prefix + its logical id.
 func (s *Stack) createTables(ctx context.Context, tables []template.Table, prefix string) error {
-	db := dynamo.NewClient(s.Endpoint)
-	for _, t := range tables {
-		name := prefix + t.LogicalID
-		if err := dynamo.Table(t).Create(ctx, db, name); err != nil {
-			return err
-		}
+	return dynamo.CreateTables(ctx, dynamo.NewClient(s.Endpoint), tables, prefix, func(t template.Table, name string) {
 		ttl := ""
 		if t.TTLAttribute != "" {
 			ttl = ", TTL on " + t.TTLAttribute
@@ -156,8 +151,7 @@ func (s *Stack) createTables(ctx context.Context, tables []template.Table, prefi
 		s.step("table %s as %s%s", t.LogicalID, name, ttl)
 		s.Tables[t.LogicalID] = name
 		s.Vars[RefVar+t.LogicalID] = name
-	}
-	return nil
+	})
 }
 
 // startProvider serves the payment provider simulator.
@@ -246,13 +240,11 @@ func AuthorizerFromVars(vars map[string]string) (*apigw.Authorizer, error) {
 	return &apigw.Authorizer{Secret: secret, Issuer: Issuer, Audience: Audience}, nil
 }
 
-func (o *Options) defaults() error {
+func (o *Options) defaults() (err error) {
 	if o.Root == "" {
-		p, err := template.FindTemplate(".")
-		if err != nil {
+		if o.Root, err = template.ProjectDir(); err != nil {
 			return err
 		}
-		o.Root = filepath.Dir(p)
 	}
 	if o.BinDir == "" {
 		o.BinDir = filepath.Join(o.Root, "bin")

@@ -54,6 +54,19 @@ func (t Table) Create(ctx context.Context, db *dynamodb.Client, name string) err
 	return nil
 }
 
+// CreateTables creates each of the template's tables under prefix and its
+// logical id, as Create does, and calls created after each.
+func CreateTables(ctx context.Context, db *dynamodb.Client, tables []template.Table, prefix string, created func(t template.Table, name string)) error {
+	for _, t := range tables {
+		name := prefix + t.LogicalID
+		if err := Table(t).Create(ctx, db, name); err != nil {
+			return err
+		}
+		created(t, name)
+	}
+	return nil
+}
+
 // ProjectTable returns the definition of logicalID in the template.yaml
 // around the working directory.
 func ProjectTable(logicalID string) (Table, error) {

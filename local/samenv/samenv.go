@@ -127,16 +127,10 @@ func (s *Services) startEngine(ctx context.Context, o Options) (string, error) {
 }
 
 func (s *Services) createTables(ctx context.Context, tables []template.Table, prefix string, step func(string, ...any)) error {
-	db := dynamo.NewClient(s.Endpoint)
-	for _, t := range tables {
-		name := prefix + t.LogicalID
-		if err := dynamo.Table(t).Create(ctx, db, name); err != nil {
-			return err
-		}
+	return dynamo.CreateTables(ctx, dynamo.NewClient(s.Endpoint), tables, prefix, func(t template.Table, name string) {
 		s.Tables[t.LogicalID] = name
 		step("table %s as %s", t.LogicalID, name)
-	}
-	return nil
+	})
 }
 
 // Close stops what Start started, last first.
@@ -208,13 +202,11 @@ func Functions(vars map[string]map[string]string) []string {
 	return ids
 }
 
-func (o *Options) defaults() error {
+func (o *Options) defaults() (err error) {
 	if o.Root == "" {
-		p, err := template.FindTemplate(".")
-		if err != nil {
+		if o.Root, err = template.ProjectDir(); err != nil {
 			return err
 		}
-		o.Root = filepath.Dir(p)
 	}
 	if o.Bind == "" {
 		o.Bind = "0.0.0.0"

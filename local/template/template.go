@@ -103,6 +103,16 @@ func FindTemplate(dir string) (string, error) {
 	}
 }
 
+// ProjectDir is the project root: the directory of the template.yaml
+// found from the working directory (in it or a parent).
+func ProjectDir() (string, error) {
+	path, err := FindTemplate(".")
+	if err != nil {
+		return "", err
+	}
+	return filepath.Dir(path), nil
+}
+
 // Project loads the template.yaml of the project around the working
 // directory (found in it or a parent).
 func Project() (*Template, error) {

@@ -250,11 +250,11 @@ type harness struct {
 
 func startHarness(t *testing.T, endpoint, table, orders string) *harness {
 	t.Helper()
-	root, err := template.FindTemplate(".")
+	root, err := template.ProjectDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	modules := filepath.Join(filepath.Dir(root), "bin", "powertools", "node_modules")
+	modules := filepath.Join(root, "bin", "powertools", "node_modules")
 	if _, err := os.Stat(filepath.Join(modules, "@aws-lambda-powertools", "idempotency")); err != nil {
 		t.Fatalf("Powertools is not installed in %s: make bench installs it (%v)", modules, err)
 	}

@@ -23,11 +23,11 @@ func main() {
 }
 
 func run() error {
-	tpl, err := template.FindTemplate(".")
+	root, err := template.ProjectDir()
 	if err != nil {
 		return err
 	}
-	vars, err := devstack.ReadEnv(filepath.Join(filepath.Dir(tpl), devstack.EnvFile))
+	vars, err := devstack.ReadEnv(filepath.Join(root, devstack.EnvFile))
 	if err != nil {
 		return fmt.Errorf("no local stack running: start one with `make run` in another terminal (%w)", err)
 	}
