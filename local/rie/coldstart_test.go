@@ -13,7 +13,6 @@ import (
 	"github.com/idemkeys/idem/local/measure"
 	"github.com/idemkeys/idem/local/rie"
 	"github.com/idemkeys/idem/local/template"
-	"github.com/idemkeys/idem/local/template/templatetest"
 )
 
 // TestColdStart measures each function's cold start under the emulator,
@@ -22,11 +21,7 @@ import (
 // It asserts only that every start answers; BENCH_OUT receives the table
 // for BENCHMARKS.md.
 func TestColdStart(t *testing.T) {
-	tpl, bin := templatetest.Built(t)
-	emulator, err := rie.Binary(tpl.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tpl, bin, emulator := built(t)
 	// The smallest Go Lambda, as the baseline: what the emulator and the Go
 	// runtime cost before any code of ours runs.
 	hello := filepath.Join(bin, "hello", "bootstrap")
