@@ -2,7 +2,8 @@
 // with the template's tables, the payment provider simulator, and the HTTP
 // API serving the template's routes on the functions' bootstraps under the
 // Lambda Runtime Interface Emulator. `make run` and the end-to-end tests
-// start it the same way.
+// start it the same way. It owns the env file (EnvFile) through which
+// make invoke and make demo reach the running stack.
 package devstack
 
 import (

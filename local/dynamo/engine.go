@@ -1,6 +1,6 @@
 // Package dynamo runs and reaches a local DynamoDB engine for development and
 // tests: moto's server by default, or any engine (DynamoDB Local included) at
-// the address in DYNAMODB_ENDPOINT.
+// the address in DYNAMODB_ENDPOINT; it creates the template's tables there.
 package dynamo
 
 import (
