@@ -18,11 +18,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkeys/idem/functions/internal/samlocal"
+	"github.com/idemkeys/idem/local/devstack"
 	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/local/provider"
 	"github.com/idemkeys/idem/local/rie"
-	"github.com/idemkeys/idem/local/stack"
+	"github.com/idemkeys/idem/local/template"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
@@ -41,8 +42,8 @@ var (
 )
 
 // bootstraps builds every function once per test binary (see
-// stack.Template.Build) and returns the directory holding them.
-func bootstraps(t *testing.T, tpl *stack.Template) string {
+// template.Template.Build) and returns the directory holding them.
+func bootstraps(t *testing.T, tpl *template.Template) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		if binDir, buildErr = os.MkdirTemp("", "bootstraps-"); buildErr == nil {
@@ -116,17 +117,17 @@ func TestEventFilesUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 		// the authorizer's claims, which the functions use as they are.
 		samlocal.EnvVar: "true",
 	}
-	tables, err := dynamo.TemplateTables(path)
+	tables, err := template.Tables(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tb := range tables {
-		vars[stack.RefVar+tb.LogicalID] = dynamotest.Table(t, db, tb.LogicalID)
+		vars[devstack.RefVar+tb.LogicalID] = dynamotest.Table(t, db, tb.LogicalID)
 	}
 
 	runtimes := map[string]*rie.Runtime{}
 	for _, fn := range tpl.Functions {
-		env, err := stack.RuntimeEnv(&fn, vars)
+		env, err := devstack.RuntimeEnv(&fn, vars)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +157,7 @@ func TestEventFilesUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 				}
 				// The file holds one change in two messages; delivered twice.
 				stats, err := db.GetItem(context.Background(), &dynamodb.GetItemInput{
-					TableName: aws.String(vars[stack.RefVar+"OrderStatsTable"]),
+					TableName: aws.String(vars[devstack.RefVar+"OrderStatsTable"]),
 					Key:       map[string]types.AttributeValue{"scope": &types.AttributeValueMemberS{Value: "user-demo-1"}},
 				})
 				if err != nil {

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/idemkeys/idem/functions/internal/samlocal"
-	"github.com/idemkeys/idem/local/api"
+	"github.com/idemkeys/idem/local/apigw"
 	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/rie"
 	"github.com/idemkeys/idem/local/samenv"
-	"github.com/idemkeys/idem/local/stack"
+	"github.com/idemkeys/idem/local/template"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
@@ -24,14 +24,14 @@ import (
 // declares, at the env-vars file's value for the function, else the file's
 // "Parameters", else the template's. A variable the template does not
 // declare never reaches the function, whatever the file says.
-func samEnv(fn *stack.Function, file map[string]map[string]string, samLocal bool) []string {
+func samEnv(fn *template.Function, file map[string]map[string]string, samLocal bool) []string {
 	env := []string{"AWS_REGION=" + dynamo.Region, "AWS_DEFAULT_REGION=" + dynamo.Region,
 		"AWS_ACCESS_KEY_ID=defaultkey", "AWS_SECRET_ACCESS_KEY=defaultsecret"}
 	if samLocal {
 		env = append(env, samlocal.EnvVar+"=true")
 	}
 	for k, v := range fn.Env {
-		if strings.HasPrefix(v, stack.RefPrefix) {
+		if strings.HasPrefix(v, template.RefPrefix) {
 			v = "" // an intrinsic the SAM CLI cannot resolve is blank
 		}
 		if p, ok := file["Parameters"][k]; ok {
@@ -107,7 +107,7 @@ func TestSAMLocalStartAPIEventUnderTheEmulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth := &api.Authorizer{Secret: []byte("make sam-local-env's own key"), Issuer: "https://issuer.local.invalid", Audience: "idem-local"}
+	auth := &apigw.Authorizer{Secret: []byte("make sam-local-env's own key"), Issuer: "https://issuer.local.invalid", Audience: "idem-local"}
 	token, err := auth.Token("user-sam-1", time.Hour)
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/idemkeys/idem/functions/internal/samlocal"
-	"github.com/idemkeys/idem/local/dynamo"
+	"github.com/idemkeys/idem/local/template"
 )
 
 // parse reads template.yaml with goformation, its parameters overridden by
@@ -24,7 +24,7 @@ func parse(t *testing.T, params map[string]any) *cloudformation.Template {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err = dynamo.ForGoformation(raw)
+	raw, err = template.ForGoformation(raw)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,15 +12,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"gopkg.in/yaml.v3"
 
-	"github.com/idemkeys/idem/local/dynamo"
-	"github.com/idemkeys/idem/local/stack"
-	"github.com/idemkeys/idem/local/stack/stacktest"
+	"github.com/idemkeys/idem/local/template"
+	"github.com/idemkeys/idem/local/template/templatetest"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
-func load(t *testing.T) (string, *stack.Template) {
+func load(t *testing.T) (string, *template.Template) {
 	t.Helper()
-	tpl := stacktest.Project(t)
+	tpl := templatetest.Project(t)
 	return filepath.Join(tpl.Dir, "template.yaml"), tpl
 }
 
@@ -44,7 +43,7 @@ func TestEveryFunctionBuildsFromItsMakefileTarget(t *testing.T) {
 
 func TestOnlyTheIdempotencyTableExpiresItems(t *testing.T) {
 	path, _ := load(t)
-	tables, err := dynamo.TemplateTables(path)
+	tables, err := template.Tables(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +102,7 @@ func TestPoliciesGrantOnlyWhatTheCodeUses(t *testing.T) {
 				if strings.Contains(r, "*") && !logStreams {
 					t.Errorf("%s: wildcard resource %q", fn.LogicalID, r)
 				}
-				if table, ok := strings.CutPrefix(r, stack.GetAttPrefix); ok {
+				if table, ok := strings.CutPrefix(r, template.GetAttPrefix); ok {
 					table = strings.TrimSuffix(table, ".Arn")
 					granted[table] = append(granted[table], st.Actions...)
 				}
@@ -125,7 +124,7 @@ func TestPoliciesGrantOnlyWhatTheCodeUses(t *testing.T) {
 		// The tables it may touch are the tables its environment names.
 		var named, grantedTables []string
 		for _, v := range fn.Env {
-			if target, ok := strings.CutPrefix(v, stack.RefPrefix); ok && strings.HasSuffix(target, "Table") {
+			if target, ok := strings.CutPrefix(v, template.RefPrefix); ok && strings.HasSuffix(target, "Table") {
 				named = append(named, target)
 			}
 		}

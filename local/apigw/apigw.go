@@ -1,6 +1,9 @@
-// Package apigw turns HTTP requests into API Gateway HTTP API (payload 2.0)
-// events and responses back, the way API Gateway and `sam local start-api`
-// do, for the local API and for tests.
+// Package apigw is API Gateway's HTTP API on this machine, as `sam local
+// start-api` serves it: the template's routes on a ServeMux, the JWT
+// authorizer, HTTP requests turned into payload 2.0 events and the
+// functions' responses back, each function invoked on its bootstrap under
+// the Lambda Runtime Interface Emulator (a rie.Pool). Tests use the event
+// conversion and Match on their own.
 package apigw
 
 import (
@@ -15,55 +18,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/idemkeys/idem/local/stack"
+	"github.com/idemkeys/idem/local/template"
 )
-
-// Match finds the route of method and path among routes: "/charges/{id}"
-// matches "/charges/ch_1" with id = "ch_1". A literal segment beats a
-// parameter, as in API Gateway.
-func Match(routes []stack.Route, method, path string) (stack.Route, map[string]string, bool) {
-	segs := strings.Split(strings.Trim(path, "/"), "/")
-	var best stack.Route
-	var bestParams map[string]string
-	bestLiterals := -1
-	for _, r := range routes {
-		if r.Method != method && r.Method != "ANY" {
-			continue
-		}
-		rsegs := strings.Split(strings.Trim(r.Path, "/"), "/")
-		if len(rsegs) != len(segs) {
-			continue
-		}
-		params, literals, ok := map[string]string{}, 0, true
-		for i, rs := range rsegs {
-			if strings.HasPrefix(rs, "{") && strings.HasSuffix(rs, "}") && segs[i] != "" {
-				params[rs[1:len(rs)-1]] = segs[i]
-				continue
-			}
-			if rs != segs[i] {
-				ok = false
-				break
-			}
-			literals++
-		}
-		if ok && literals > bestLiterals {
-			best, bestParams, bestLiterals = r, params, literals
-		}
-	}
-	if bestLiterals < 0 {
-		return stack.Route{}, nil, false
-	}
-	if len(bestParams) == 0 {
-		bestParams = nil
-	}
-	return best, bestParams, true
-}
 
 // Event is the payload 2.0 event for r on route: header names lowercased
 // and repeated values joined with commas, cookies apart, the raw path and
 // query, path parameters, a body in base64 unless it is text, and the JWT
 // claims of the verified token (nil claims: no authorizer context).
-func Event(r *http.Request, body []byte, route stack.Route, params map[string]string, claims map[string]string) events.APIGatewayV2HTTPRequest {
+func Event(r *http.Request, body []byte, route template.Route, params map[string]string, claims map[string]string) events.APIGatewayV2HTTPRequest {
 	headers := map[string]string{}
 	for name, values := range r.Header {
 		if strings.EqualFold(name, "Cookie") {

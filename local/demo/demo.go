@@ -114,16 +114,7 @@ const visa = `{"amount":1050,"currency":"usd","payment_method":"pm_card_visa","d
 
 var scenarios = []scenario{
 	{"a charge, then the same request again (a replay)", 1, func(ctx context.Context, c *client) error {
-		key := newKey()
-		first, err := c.post(ctx, "/charges", key, visa)
-		if err != nil {
-			return err
-		}
-		again, err := c.post(ctx, "/charges", key, visa)
-		if err != nil {
-			return err
-		}
-		return all(first.want(201, false), again.want(201, true), same(first, again))
+		return replayed(ctx, c, visa, 201)
 	}},
 	{"the same key with another amount (422)", 1, func(ctx context.Context, c *client) error {
 		key := newKey()
@@ -194,17 +185,7 @@ var scenarios = []scenario{
 		return sameCharge(ctx, c, before, final)
 	}},
 	{"a declined card: 402, stored and replayed", 1, func(ctx context.Context, c *client) error {
-		key := newKey()
-		body := `{"amount":2500,"currency":"eur","payment_method":"` + provider.CardDeclined + `"}`
-		first, err := c.post(ctx, "/charges", key, body)
-		if err != nil {
-			return err
-		}
-		again, err := c.post(ctx, "/charges", key, body)
-		if err != nil {
-			return err
-		}
-		return all(first.want(402, false), again.want(402, true), same(first, again))
+		return replayed(ctx, c, `{"amount":2500,"currency":"eur","payment_method":"`+provider.CardDeclined+`"}`, 402)
 	}},
 	{"a crash after the provider call, then a takeover", 1, func(ctx context.Context, c *client) error {
 		// The provider charges, then holds its answer; meanwhile the
@@ -259,6 +240,21 @@ func newKey() string { return "demo-" + strings.ToLower(rand.Text()) }
 
 // retriedOn checks that the client retried after an answer of status (0:
 // no answer at all).
+// replayed posts a charge twice under one new key: the first answer is
+// status, fresh, and the second the same answer replayed.
+func replayed(ctx context.Context, c *client, body string, status int) error {
+	key := newKey()
+	first, err := c.post(ctx, "/charges", key, body)
+	if err != nil {
+		return err
+	}
+	again, err := c.post(ctx, "/charges", key, body)
+	if err != nil {
+		return err
+	}
+	return all(first.want(status, false), again.want(status, true), same(first, again))
+}
+
 func retriedOn(c *client, status int) error {
 	for _, r := range c.retried() {
 		if r.StatusCode == status {

@@ -15,7 +15,6 @@ import (
 	"github.com/idemkeys/idem/local/devstack"
 	"github.com/idemkeys/idem/local/faultproxy"
 	"github.com/idemkeys/idem/local/provider"
-	"github.com/idemkeys/idem/local/stack/stacktest"
 	"github.com/idemkeys/idem/pkg/idemclient"
 )
 
@@ -26,23 +25,12 @@ import (
 // and end each case holding the committed response, with exactly one
 // charge at the provider. One stack serves every case.
 func TestClientAgainstTheStack(t *testing.T) {
-	_, bin := stacktest.Built(t)
-	s, err := devstack.Start(context.Background(), devstack.Options{
-		BinDir: bin, TablePrefix: "client-" + strings.ToLower(rand.Text()[:6]) + "-",
-		APIAddr: "127.0.0.1:0", ProviderAddr: "127.0.0.1:0",
+	s := startStack(t, "client-", devstack.Options{
 		// Long enough that a second request surely finds the first in
 		// progress, and the first's held provider call fits in its lease.
 		Lease: "5s",
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	token, err := s.Auth.Token("client-tester", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := &stackClient{s: s, token: token}
+	st := &stackClient{s: s, token: tokenFor(t, s, "client-tester")}
 
 	t.Run("a 422 comes back at once, not retried", func(t *testing.T) {
 		before, key := len(s.Sim.Effects()), newKey()
@@ -88,16 +76,13 @@ func TestClientAgainstTheStack(t *testing.T) {
 	t.Run("409 while the first attempt is in progress", func(t *testing.T) {
 		s.Sim.Inject(provider.Fault{Kind: provider.Delay, Delay: 2500 * time.Millisecond})
 		before, key := len(s.Sim.Effects()), newKey()
-		var one *call
-		var wg sync.WaitGroup
-		defer wg.Wait() // a failure below still waits for the first request
-		wg.Go(func() { one = st.charge(t, s.APIURL, key, visa(400)) })
+		first := st.chargeInBackground(t, key, visa(400))
 		waitFor(t, "the first request at the provider", func() bool { return s.Sim.Pending() > 0 })
 		second := st.charge(t, s.APIURL, key, visa(400)) // another caller, the same key
 		if r := second.retries; len(r) == 0 || r[0].StatusCode != 409 || r[0].Code != idemclient.CodeInProgress {
 			t.Fatalf("the second request's retries: %+v, want a 409 request_in_progress first", r)
 		}
-		wg.Wait()
+		one := first()
 		if one.status != 201 || second.status != 201 || one.replayed == second.replayed || one.body != second.body {
 			t.Fatalf("answers %+v and %+v: want the same 201, one fresh and one replayed", one, second)
 		}
@@ -107,15 +92,12 @@ func TestClientAgainstTheStack(t *testing.T) {
 	t.Run("kill -9 of the function mid-request, then the takeover after the lease", func(t *testing.T) {
 		s.Sim.Inject(provider.Fault{Kind: provider.HangAfterEffect, Delay: 30 * time.Second})
 		before, key := len(s.Sim.Effects()), newKey()
-		var got *call
-		var wg sync.WaitGroup
-		defer wg.Wait()
-		wg.Go(func() { got = st.charge(t, s.APIURL, key, visa(500)) })
+		first := st.chargeInBackground(t, key, visa(500))
 		waitFor(t, "the provider's charge", func() bool { return len(s.Sim.Effects()) > before })
 		if killed := s.API.Crash(); killed != 1 {
 			t.Fatalf("killed %d function processes, want the one running the charge", killed)
 		}
-		wg.Wait()
+		got := first()
 		if got.status != 201 || got.replayed {
 			t.Fatalf("after the crash: %+v, want the takeover's 201", got)
 		}
@@ -195,6 +177,16 @@ func (st *stackClient) charge(t *testing.T, api, key, body string) *call {
 // oneCharge checks that the operation under key made exactly one charge
 // at the provider since before, that got holds it, and that got is the
 // committed response: the same request again replays it.
+// chargeInBackground sends a charge as charge does, in the background, and
+// returns a wait for its answer; a test that fails first still waits for it.
+func (st *stackClient) chargeInBackground(t *testing.T, key, body string) (wait func() *call) {
+	var got *call
+	var wg sync.WaitGroup
+	wg.Go(func() { got = st.charge(t, st.s.APIURL, key, body) })
+	t.Cleanup(wg.Wait)
+	return func() *call { wg.Wait(); return got }
+}
+
 func (st *stackClient) oneCharge(t *testing.T, before int, key, body string, got *call) {
 	t.Helper()
 	effects := st.s.Sim.Effects()

@@ -18,7 +18,6 @@ import (
 	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/local/faultproxy"
 	"github.com/idemkeys/idem/local/provider"
-	"github.com/idemkeys/idem/local/stack/stacktest"
 )
 
 // TestCrashPoints kills the charge function's process (SIGKILL, under the
@@ -26,19 +25,8 @@ import (
 // the lease: every case must end with one charge at the provider, one charge
 // record, and a 201.
 func TestCrashPoints(t *testing.T) {
-	_, bin := stacktest.Built(t)
-	s, err := devstack.Start(context.Background(), devstack.Options{
-		BinDir: bin, TablePrefix: "crash-" + strings.ToLower(rand.Text()[:6]) + "-",
-		APIAddr: "127.0.0.1:0", ProviderAddr: "127.0.0.1:0", Lease: "2s", FaultProxy: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	token, err := s.Auth.Token("crash-tester", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := startStack(t, "crash-", devstack.Options{Lease: "2s", FaultProxy: true})
+	token := tokenFor(t, s, "crash-tester")
 	db := dynamotest.Client(t)
 
 	cases := []struct {

@@ -2,7 +2,8 @@
 // with the template's tables, the payment provider simulator, and the HTTP
 // API serving the template's routes on the functions' bootstraps under the
 // Lambda Runtime Interface Emulator. `make run` and the end-to-end tests
-// start it the same way.
+// start it the same way. It owns the env file (EnvFile) through which
+// make invoke and make demo reach the running stack.
 package devstack
 
 import (
@@ -18,12 +19,12 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/idemkeys/idem/local/api"
+	"github.com/idemkeys/idem/local/apigw"
 	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/faultproxy"
 	"github.com/idemkeys/idem/local/provider"
 	"github.com/idemkeys/idem/local/rie"
-	"github.com/idemkeys/idem/local/stack"
+	"github.com/idemkeys/idem/local/template"
 )
 
 // The local JWT authorizer's issuer and audience, and the provider's secret.
@@ -55,45 +56,66 @@ type Stack struct {
 	APIURL, ProviderURL, Endpoint string
 	Tables                        map[string]string // logical id to local name
 	Sim                           *provider.Simulator
-	Auth                          *api.Authorizer
-	API                           *api.Server
+	Auth                          *apigw.Authorizer
+	API                           *apigw.Server
 	Faults                        *faultproxy.Proxy // with Options.FaultProxy
-	Vars                          map[string]string // what stack.EnvFile holds
+	Vars                          map[string]string // what EnvFile holds
 	closers                       []func()
+	progress                      io.Writer
 }
 
-// Start brings the stack up, printing progress as it goes.
+// Start brings the stack up, printing progress as it goes: the engine and
+// the tables, the provider simulator, then the API.
 func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	s := &Stack{Root: o.Root, Tables: map[string]string{}}
+	tpl, err := template.Load(filepath.Join(o.Root, "template.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	s := &Stack{Root: o.Root, Tables: map[string]string{}, progress: o.Progress}
 	defer func() {
 		if err != nil {
 			s.Close()
 		}
 	}()
-	step := func(format string, args ...any) { fmt.Fprintf(o.Progress, "• "+format+"\n", args...) }
-	tplPath := filepath.Join(o.Root, "template.yaml")
-	tpl, err := stack.Load(tplPath)
-	if err != nil {
+	if err := s.startEngine(ctx, o); err != nil {
 		return nil, err
 	}
-
-	start := time.Now()
-	step("local DynamoDB engine: starting…")
-	runDir := filepath.Join(o.Root, filepath.Dir(stack.EnvFile))
-	if err := os.MkdirAll(runDir, 0o755); err != nil {
+	if err := s.createTables(ctx, tpl.Tables, o.TablePrefix); err != nil {
 		return nil, err
+	}
+	if err := s.startProvider(o); err != nil {
+		return nil, err
+	}
+	if err := s.startAPI(tpl, o); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Stack) step(format string, args ...any) {
+	fmt.Fprintf(s.progress, "• "+format+"\n", args...)
+}
+
+// startEngine starts moto (its log in the env file's directory) or reaches
+// the engine at DYNAMODB_ENDPOINT, with a fault proxy in front if asked.
+func (s *Stack) startEngine(ctx context.Context, o Options) error {
+	start := time.Now()
+	s.step("local DynamoDB engine: starting…")
+	runDir := filepath.Join(o.Root, filepath.Dir(EnvFile))
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return err
 	}
 	logf, err := os.Create(filepath.Join(runDir, "moto.log"))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.closers = append(s.closers, func() { logf.Close() })
 	endpoint, engine, err := dynamo.Ensure(ctx, logf)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.closers = append(s.closers, func() { engine.Stop() })
 	s.Endpoint = endpoint
@@ -101,72 +123,68 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if engine == nil {
 		what = "the engine at " + dynamo.EndpointEnv
 	}
-	step("  ready at %s (%s), %v", endpoint, what, time.Since(start).Round(time.Millisecond))
-
-	tables, err := dynamo.TemplateTables(tplPath)
-	if err != nil {
-		return nil, err
-	}
-	db := dynamo.NewClient(endpoint)
+	s.step("  ready at %s (%s), %v", endpoint, what, time.Since(start).Round(time.Millisecond))
 	s.Vars = map[string]string{dynamo.EndpointEnv: endpoint, "IDEM_LEASE": o.Lease}
-	if o.FaultProxy {
-		if s.Faults, err = faultproxy.New(endpoint); err != nil {
-			return nil, err
-		}
-		proxyURL, stop, err := serve("127.0.0.1:0", s.Faults)
-		if err != nil {
-			return nil, err
-		}
-		s.closers = append(s.closers, stop)
-		s.Vars[dynamo.EndpointEnv] = proxyURL
-		step("fault proxy in front of the engine at %s", proxyURL)
+	if !o.FaultProxy {
+		return nil
 	}
-	for _, t := range tables {
-		name := o.TablePrefix + t.LogicalID
-		if err := t.Create(ctx, db, name); err != nil {
-			return nil, err
-		}
+	if s.Faults, err = faultproxy.New(endpoint); err != nil {
+		return err
+	}
+	proxyURL, stop, err := serve("127.0.0.1:0", s.Faults)
+	if err != nil {
+		return err
+	}
+	s.closers = append(s.closers, stop)
+	s.Vars[dynamo.EndpointEnv] = proxyURL
+	s.step("fault proxy in front of the engine at %s", proxyURL)
+	return nil
+}
+
+// createTables makes the template's tables on the engine, each named
+// prefix + its logical id.
+func (s *Stack) createTables(ctx context.Context, tables []template.Table, prefix string) error {
+	return dynamo.CreateTables(ctx, dynamo.NewClient(s.Endpoint), tables, prefix, func(t template.Table, name string) {
 		ttl := ""
 		if t.TTLAttribute != "" {
 			ttl = ", TTL on " + t.TTLAttribute
 		}
-		step("table %s as %s%s", t.LogicalID, name, ttl)
+		s.step("table %s as %s%s", t.LogicalID, name, ttl)
 		s.Tables[t.LogicalID] = name
-		s.Vars[stack.RefVar+t.LogicalID] = name
-	}
+		s.Vars[RefVar+t.LogicalID] = name
+	})
+}
 
+// startProvider serves the payment provider simulator.
+func (s *Stack) startProvider(o Options) error {
 	s.Sim = provider.New(ProviderSecret, o.Log)
 	providerURL, stop, err := serve(o.ProviderAddr, s.Sim)
 	if err != nil {
-		return nil, fmt.Errorf("payment provider simulator: %w", err)
+		return fmt.Errorf("payment provider simulator: %w", err)
 	}
 	s.closers = append(s.closers, stop)
 	s.ProviderURL = providerURL
 	s.Vars["PROVIDER_BASE_URL"] = providerURL
 	s.Vars["PROVIDER_SECRET_KEY"] = ProviderSecret
-	step("payment provider simulator at %s (every charge it makes: GET %s/_sim/effects)", providerURL, providerURL)
+	s.step("payment provider simulator at %s (every charge it makes: GET %s/_sim/effects)", providerURL, providerURL)
+	return nil
+}
 
+// startAPI serves the template's routes on the built bootstraps, with a
+// fresh secret for the authorizer, and the crash switch beside them.
+func (s *Stack) startAPI(tpl *template.Template, o Options) error {
 	emulator, err := rie.Binary(o.Root)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var fns []api.Function
-	for i := range tpl.Functions {
-		fn := &tpl.Functions[i]
-		bootstrap := fn.Bootstrap(o.BinDir)
-		if _, err := os.Stat(bootstrap); err != nil {
-			return nil, fmt.Errorf("%s is not built (make build): %w", bootstrap, err)
-		}
-		env, err := stack.RuntimeEnv(fn, s.Vars)
-		if err != nil {
-			return nil, err
-		}
-		fns = append(fns, api.Function{Def: fn, Bootstrap: bootstrap, Env: env})
+	fns, err := s.functions(tpl, o.BinDir)
+	if err != nil {
+		return err
 	}
 	secret := make([]byte, 32)
 	rand.Read(secret)
-	s.Auth = &api.Authorizer{Secret: secret, Issuer: Issuer, Audience: Audience}
-	s.API = api.New(emulator, fns, s.Auth, o.Concurrency, o.Log)
+	s.Auth = &apigw.Authorizer{Secret: secret, Issuer: Issuer, Audience: Audience}
+	s.API = apigw.New(emulator, fns, s.Auth, o.Concurrency, o.Log)
 	s.closers = append(s.closers, s.API.Close)
 	mux := http.NewServeMux()
 	mux.Handle("/", s.API)
@@ -176,14 +194,33 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	})
 	apiURL, stop, err := serve(o.APIAddr, mux)
 	if err != nil {
-		return nil, fmt.Errorf("local API: %w", err)
+		return fmt.Errorf("local API: %w", err)
 	}
 	s.closers = append(s.closers, stop)
 	s.APIURL = apiURL
-	s.Vars[stack.LocalVar+"API_URL"] = apiURL
-	s.Vars[stack.LocalVar+"JWT_SECRET"] = hex.EncodeToString(secret)
-	step("HTTP API at %s: %d routes of template.yaml, each function under the Lambda Runtime Interface Emulator", apiURL, len(s.API.Routes()))
-	return s, nil
+	s.Vars[LocalVar+"API_URL"] = apiURL
+	s.Vars[LocalVar+"JWT_SECRET"] = hex.EncodeToString(secret)
+	s.step("HTTP API at %s: %d routes of template.yaml, each function under the Lambda Runtime Interface Emulator", apiURL, len(s.API.Routes()))
+	return nil
+}
+
+// functions are the template's functions as the API runs them: each
+// bootstrap built under binDir, each environment pointed at this stack.
+func (s *Stack) functions(tpl *template.Template, binDir string) ([]apigw.Function, error) {
+	var fns []apigw.Function
+	for i := range tpl.Functions {
+		fn := &tpl.Functions[i]
+		bootstrap := fn.Bootstrap(binDir)
+		if _, err := os.Stat(bootstrap); err != nil {
+			return nil, fmt.Errorf("%s is not built (make build): %w", bootstrap, err)
+		}
+		env, err := RuntimeEnv(fn, s.Vars)
+		if err != nil {
+			return nil, err
+		}
+		fns = append(fns, apigw.Function{Def: fn, Bootstrap: bootstrap, Env: env})
+	}
+	return fns, nil
 }
 
 // Close stops everything Start started, last first.
@@ -196,21 +233,19 @@ func (s *Stack) Close() {
 
 // AuthorizerFromVars rebuilds the local authorizer from an env file's vars,
 // so another process (make demo) can mint tokens the stack accepts.
-func AuthorizerFromVars(vars map[string]string) (*api.Authorizer, error) {
-	secret, err := hex.DecodeString(vars[stack.LocalVar+"JWT_SECRET"])
+func AuthorizerFromVars(vars map[string]string) (*apigw.Authorizer, error) {
+	secret, err := hex.DecodeString(vars[LocalVar+"JWT_SECRET"])
 	if err != nil || len(secret) == 0 {
-		return nil, fmt.Errorf("no %sJWT_SECRET in %s", stack.LocalVar, stack.EnvFile)
+		return nil, fmt.Errorf("no %sJWT_SECRET in %s", LocalVar, EnvFile)
 	}
-	return &api.Authorizer{Secret: secret, Issuer: Issuer, Audience: Audience}, nil
+	return &apigw.Authorizer{Secret: secret, Issuer: Issuer, Audience: Audience}, nil
 }
 
-func (o *Options) defaults() error {
+func (o *Options) defaults() (err error) {
 	if o.Root == "" {
-		p, err := dynamo.FindTemplate(".")
-		if err != nil {
+		if o.Root, err = template.ProjectDir(); err != nil {
 			return err
 		}
-		o.Root = filepath.Dir(p)
 	}
 	if o.BinDir == "" {
 		o.BinDir = filepath.Join(o.Root, "bin")

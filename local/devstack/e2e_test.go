@@ -11,10 +11,37 @@ import (
 	"github.com/idemkeys/idem/local/demo"
 	"github.com/idemkeys/idem/local/devstack"
 	"github.com/idemkeys/idem/local/dynamotest"
-	"github.com/idemkeys/idem/local/stack/stacktest"
+	"github.com/idemkeys/idem/local/template/templatetest"
 )
 
 func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
+
+// startStack starts a stack for t on the functions built for it, on free
+// ports, its tables under prefix and a random suffix, with o's other
+// options; it stops when t ends.
+func startStack(t *testing.T, prefix string, o devstack.Options) *devstack.Stack {
+	t.Helper()
+	_, bin := templatetest.Built(t)
+	o.BinDir = bin
+	o.TablePrefix = prefix + strings.ToLower(rand.Text()[:6]) + "-"
+	o.APIAddr, o.ProviderAddr = "127.0.0.1:0", "127.0.0.1:0"
+	s, err := devstack.Start(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// tokenFor is a token the stack accepts for sub, valid an hour.
+func tokenFor(t *testing.T, s *devstack.Stack, sub string) string {
+	t.Helper()
+	tok, err := s.Auth.Token(sub, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
 
 // TestDemoScenariosEndToEnd drives every scenario of make demo through the
 // local HTTP API: real HTTP, the JWT authorizer, each function's bootstrap
@@ -22,17 +49,7 @@ func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
 // the provider simulator counting charges. A crash is a SIGKILL of the
 // function's process.
 func TestDemoScenariosEndToEnd(t *testing.T) {
-	_, bin := stacktest.Built(t)
-	s, err := devstack.Start(context.Background(), devstack.Options{
-		BinDir:       bin,
-		TablePrefix:  "e2e-" + strings.ToLower(rand.Text()[:6]) + "-",
-		APIAddr:      "127.0.0.1:0",
-		ProviderAddr: "127.0.0.1:0",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := startStack(t, "e2e-", devstack.Options{})
 	var out strings.Builder
 	results, err := demo.Run(context.Background(), demo.Target{
 		APIURL: s.APIURL, ProviderURL: s.ProviderURL,

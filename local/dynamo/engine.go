@@ -1,6 +1,6 @@
 // Package dynamo runs and reaches a local DynamoDB engine for development and
 // tests: moto's server by default, or any engine (DynamoDB Local included) at
-// the address in DYNAMODB_ENDPOINT.
+// the address in DYNAMODB_ENDPOINT; it creates the template's tables there.
 package dynamo
 
 import (
@@ -84,7 +84,7 @@ func StartAt(ctx context.Context, host string, port int, logw io.Writer) (*Engin
 	for range 3 { // a free port can be taken between choosing and binding it
 		p := port
 		if p == 0 {
-			if p, err = freePort(); err != nil {
+			if p, err = proc.FreePort(); err != nil {
 				return nil, err
 			}
 		}
@@ -189,13 +189,4 @@ func NewClient(endpoint string, optFns ...func(*dynamodb.Options)) *dynamodb.Cli
 		BaseEndpoint: aws.String(endpoint),
 		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
 	}, optFns...)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -70,32 +70,28 @@ func (c *Counter) Reset() {
 	c.calls = nil
 }
 
-func (c *Counter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	if err := c.count("PutItem"); err != nil {
+// counted counts op and makes the call, unless Before fails it.
+func counted[In, Out any](c *Counter, op string, call func(context.Context, *In, ...func(*dynamodb.Options)) (*Out, error), ctx context.Context, in *In, o []func(*dynamodb.Options)) (*Out, error) {
+	if err := c.count(op); err != nil {
 		return nil, err
 	}
-	return c.API.PutItem(ctx, in, o...)
+	return call(ctx, in, o...)
+}
+
+func (c *Counter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	return counted(c, "PutItem", c.API.PutItem, ctx, in, o)
 }
 
 func (c *Counter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	if err := c.count("GetItem"); err != nil {
-		return nil, err
-	}
-	return c.API.GetItem(ctx, in, o...)
+	return counted(c, "GetItem", c.API.GetItem, ctx, in, o)
 }
 
 func (c *Counter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	if err := c.count("UpdateItem"); err != nil {
-		return nil, err
-	}
-	return c.API.UpdateItem(ctx, in, o...)
+	return counted(c, "UpdateItem", c.API.UpdateItem, ctx, in, o)
 }
 
 func (c *Counter) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	if err := c.count("DeleteItem"); err != nil {
-		return nil, err
-	}
-	return c.API.DeleteItem(ctx, in, o...)
+	return counted(c, "DeleteItem", c.API.DeleteItem, ctx, in, o)
 }
 
 func (c *Counter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {

@@ -1,5 +1,6 @@
 // Package proc starts the local stack's helper processes (the DynamoDB
-// engine, the Runtime Interface Emulator) so that none outlives its parent.
+// engine, the Runtime Interface Emulator) so that none outlives its parent,
+// and finds them free ports and keeps their output.
 package proc
 
 import (

@@ -12,8 +12,7 @@ import (
 
 	"github.com/idemkeys/idem/local/measure"
 	"github.com/idemkeys/idem/local/rie"
-	"github.com/idemkeys/idem/local/stack"
-	"github.com/idemkeys/idem/local/stack/stacktest"
+	"github.com/idemkeys/idem/local/template"
 )
 
 // TestColdStart measures each function's cold start under the emulator,
@@ -22,11 +21,7 @@ import (
 // It asserts only that every start answers; BENCH_OUT receives the table
 // for BENCHMARKS.md.
 func TestColdStart(t *testing.T) {
-	tpl, bin := stacktest.Built(t)
-	emulator, err := rie.Binary(tpl.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tpl, bin, emulator := built(t)
 	// The smallest Go Lambda, as the baseline: what the emulator and the Go
 	// runtime cost before any code of ours runs.
 	hello := filepath.Join(bin, "hello", "bootstrap")
@@ -35,14 +30,14 @@ func TestColdStart(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	fns := append([]stack.Function{{LogicalID: "baseline: lambda.Start, nothing else", Package: "./hello"}}, tpl.Functions...)
+	fns := append([]template.Function{{LogicalID: "baseline: lambda.Start, nothing else", Package: "./hello"}}, tpl.Functions...)
 	const starts = 10
 	table := "| function | bootstrap (linux/amd64, stripped) | process start to first response, median of 10 | over the baseline |\n|---|---|---|---|\n"
 	base := 0.0
 	for _, fn := range fns {
 		refs := map[string]string{}
 		for _, v := range fn.Env {
-			if target, ok := strings.CutPrefix(v, stack.RefPrefix); ok {
+			if target, ok := strings.CutPrefix(v, template.RefPrefix); ok {
 				refs[target] = "cold-start-" + target
 			}
 		}

@@ -68,11 +68,11 @@ func Start(ctx context.Context, emulator, bootstrap string, o Options) (*Runtime
 	if o.Timeout == 0 {
 		o.Timeout = 10 * time.Second
 	}
-	invokePort, err := freePort()
+	invokePort, err := proc.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	apiPort, err := freePort()
+	apiPort, err := proc.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -188,13 +188,4 @@ func (r *Runtime) Stop() {
 	}
 	syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
 	<-r.exited
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

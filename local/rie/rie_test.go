@@ -11,18 +11,26 @@ import (
 
 	"github.com/idemkeys/idem/local/proc"
 	"github.com/idemkeys/idem/local/rie"
-	"github.com/idemkeys/idem/local/stack/stacktest"
+	"github.com/idemkeys/idem/local/template"
+	"github.com/idemkeys/idem/local/template/templatetest"
 )
+
+// built builds the template's functions for t and finds the emulator.
+func built(t *testing.T) (tpl *template.Template, bin, emulator string) {
+	t.Helper()
+	tpl, bin = templatetest.Built(t)
+	emulator, err := rie.Binary(tpl.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tpl, bin, emulator
+}
 
 // TestStopKillsTheFunctionProcess checks what the crash tests rely on: the
 // emulator starts the function in its own process group, and Stop must still
 // kill the function, not just the emulator.
 func TestStopKillsTheFunctionProcess(t *testing.T) {
-	tpl, bin := stacktest.Built(t)
-	emulator, err := rie.Binary(tpl.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tpl, bin, emulator := built(t)
 	fn, err := tpl.Function("OrderFunction")
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ import (
 
 	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/provider"
-	"github.com/idemkeys/idem/local/stack"
+	"github.com/idemkeys/idem/local/template"
 )
 
 // File is where make sam-local-env writes the env-vars file.
@@ -70,7 +70,7 @@ func Start(ctx context.Context, o Options) (_ *Services, err error) {
 	}()
 	step := func(format string, args ...any) { fmt.Fprintf(o.Progress, "• "+format+"\n", args...) }
 	tplPath := filepath.Join(o.Root, "template.yaml")
-	tpl, err := stack.Load(tplPath)
+	tpl, err := template.Load(tplPath)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func Start(ctx context.Context, o Options) (_ *Services, err error) {
 		return nil, err
 	}
 	step("local DynamoDB engine at %s", s.Endpoint)
-	if err := s.createTables(ctx, tplPath, o.TablePrefix, step); err != nil {
+	if err := s.createTables(ctx, tpl.Tables, o.TablePrefix, step); err != nil {
 		return nil, err
 	}
 	s.Sim = provider.New(ProviderSecret, slog.New(slog.DiscardHandler))
@@ -126,21 +126,11 @@ func (s *Services) startEngine(ctx context.Context, o Options) (string, error) {
 	return u.Port(), nil
 }
 
-func (s *Services) createTables(ctx context.Context, tplPath, prefix string, step func(string, ...any)) error {
-	tables, err := dynamo.TemplateTables(tplPath)
-	if err != nil {
-		return err
-	}
-	db := dynamo.NewClient(s.Endpoint)
-	for _, t := range tables {
-		name := prefix + t.LogicalID
-		if err := t.Create(ctx, db, name); err != nil {
-			return err
-		}
+func (s *Services) createTables(ctx context.Context, tables []template.Table, prefix string, step func(string, ...any)) error {
+	return dynamo.CreateTables(ctx, dynamo.NewClient(s.Endpoint), tables, prefix, func(t template.Table, name string) {
 		s.Tables[t.LogicalID] = name
 		step("table %s as %s", t.LogicalID, name)
-	}
-	return nil
+	})
 }
 
 // Close stops what Start started, last first.
@@ -159,7 +149,7 @@ func (s *Services) Close() {
 // variable that a function needs and does not declare is an error here:
 // DYNAMODB_ENDPOINT and IDEM_LEASE for every function, PROVIDER_SECRET_KEY
 // for one that declares PROVIDER_BASE_URL.
-func EnvVars(tpl *stack.Template, tables, local map[string]string) (map[string]map[string]string, error) {
+func EnvVars(tpl *template.Template, tables, local map[string]string) (map[string]map[string]string, error) {
 	out := map[string]map[string]string{}
 	for _, fn := range tpl.Functions {
 		need := []string{dynamo.EndpointEnv, "IDEM_LEASE"}
@@ -173,7 +163,7 @@ func EnvVars(tpl *stack.Template, tables, local map[string]string) (map[string]m
 		}
 		vars := map[string]string{}
 		for k, v := range fn.Env {
-			if target, ok := strings.CutPrefix(v, stack.RefPrefix); ok {
+			if target, ok := strings.CutPrefix(v, template.RefPrefix); ok {
 				name, found := tables[target]
 				if !found {
 					return nil, fmt.Errorf("%s: %s refers to %s, which has no local value", fn.LogicalID, k, target)
@@ -212,13 +202,11 @@ func Functions(vars map[string]map[string]string) []string {
 	return ids
 }
 
-func (o *Options) defaults() error {
+func (o *Options) defaults() (err error) {
 	if o.Root == "" {
-		p, err := dynamo.FindTemplate(".")
-		if err != nil {
+		if o.Root, err = template.ProjectDir(); err != nil {
 			return err
 		}
-		o.Root = filepath.Dir(p)
 	}
 	if o.Bind == "" {
 		o.Bind = "0.0.0.0"

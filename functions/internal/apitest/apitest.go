@@ -17,15 +17,15 @@ import (
 	"github.com/idemkeys/idem/functions/internal/httpx"
 	"github.com/idemkeys/idem/local/apigw"
 	"github.com/idemkeys/idem/local/dynamo"
-	"github.com/idemkeys/idem/local/stack"
-	"github.com/idemkeys/idem/local/stack/stacktest"
+	"github.com/idemkeys/idem/local/template"
+	"github.com/idemkeys/idem/local/template/templatetest"
 	"github.com/idemkeys/idem/pkg/httpapi"
 )
 
 // Function loads the template and returns the function with logicalID.
-func Function(t testing.TB, logicalID string) *stack.Function {
+func Function(t testing.TB, logicalID string) *template.Function {
 	t.Helper()
-	fn, err := stacktest.Project(t).Function(logicalID)
+	fn, err := templatetest.Project(t).Function(logicalID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func Function(t testing.TB, logicalID string) *stack.Function {
 // Caller sends requests to a handler through the function's routes.
 type Caller struct {
 	T      testing.TB
-	Routes []stack.Route
+	Routes []template.Route
 	Handle httpx.Routes
 }
 
@@ -102,7 +102,7 @@ func Items(t testing.TB, db *dynamodb.Client, tables ...string) int {
 
 // CheckRoutes fails t unless the handlers serve exactly the routes that the
 // template declares for the function.
-func CheckRoutes(t testing.TB, fn *stack.Function, handlers httpx.Routes) {
+func CheckRoutes(t testing.TB, fn *template.Function, handlers httpx.Routes) {
 	t.Helper()
 	var declared, handled []string
 	for _, r := range fn.Routes {

@@ -40,6 +40,7 @@ import (
 	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/local/measure"
+	"github.com/idemkeys/idem/local/template"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
@@ -249,11 +250,11 @@ type harness struct {
 
 func startHarness(t *testing.T, endpoint, table, orders string) *harness {
 	t.Helper()
-	root, err := dynamo.FindTemplate(".")
+	root, err := template.ProjectDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	modules := filepath.Join(filepath.Dir(root), "bin", "powertools", "node_modules")
+	modules := filepath.Join(root, "bin", "powertools", "node_modules")
 	if _, err := os.Stat(filepath.Join(modules, "@aws-lambda-powertools", "idempotency")); err != nil {
 		t.Fatalf("Powertools is not installed in %s: make bench installs it (%v)", modules, err)
 	}

@@ -12,8 +12,7 @@ import (
 
 	"github.com/idemkeys/idem/local/demo"
 	"github.com/idemkeys/idem/local/devstack"
-	"github.com/idemkeys/idem/local/dynamo"
-	"github.com/idemkeys/idem/local/stack"
+	"github.com/idemkeys/idem/local/template"
 )
 
 func main() {
@@ -24,11 +23,11 @@ func main() {
 }
 
 func run() error {
-	tpl, err := dynamo.FindTemplate(".")
+	root, err := template.ProjectDir()
 	if err != nil {
 		return err
 	}
-	vars, err := stack.ReadEnv(filepath.Join(filepath.Dir(tpl), stack.EnvFile))
+	vars, err := devstack.ReadEnv(filepath.Join(root, devstack.EnvFile))
 	if err != nil {
 		return fmt.Errorf("no local stack running: start one with `make run` in another terminal (%w)", err)
 	}
@@ -37,7 +36,7 @@ func run() error {
 		return err
 	}
 	results, err := demo.Run(context.Background(), demo.Target{
-		APIURL:      vars[stack.LocalVar+"API_URL"],
+		APIURL:      vars[devstack.LocalVar+"API_URL"],
 		ProviderURL: vars["PROVIDER_BASE_URL"],
 		Token:       func(sub string) (string, error) { return auth.Token(sub, time.Hour) },
 	}, os.Stdout)

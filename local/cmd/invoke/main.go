@@ -20,8 +20,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/idemkeys/idem/local/devstack"
 	"github.com/idemkeys/idem/local/rie"
-	"github.com/idemkeys/idem/local/stack"
+	"github.com/idemkeys/idem/local/template"
 )
 
 func main() {
@@ -47,28 +48,16 @@ func run(fnDir, eventPath string, times int) error {
 	if !json.Valid(payload) {
 		return fmt.Errorf("%s is not JSON", eventPath)
 	}
-	tpl, err := stack.Project()
+	tpl, err := template.Project()
 	if err != nil {
 		return err
 	}
 	root := tpl.Dir
-	var fn *stack.Function
-	for i := range tpl.Functions {
-		if tpl.Functions[i].Package == "./functions/"+fnDir {
-			fn = &tpl.Functions[i]
-		}
-	}
-	if fn == nil {
-		return fmt.Errorf("no function in template.yaml builds ./functions/%s", fnDir)
-	}
-	vars, err := stack.ReadEnv(filepath.Join(root, stack.EnvFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("no local stack running: start one with `make run` in another terminal")
-	}
+	fn, err := function(tpl, fnDir)
 	if err != nil {
 		return err
 	}
-	env, err := stack.RuntimeEnv(fn, vars)
+	env, err := stackEnv(root, fn)
 	if err != nil {
 		return err
 	}
@@ -101,4 +90,26 @@ func run(fnDir, eventPath string, times int) error {
 		}
 	}
 	return nil
+}
+
+// function is the function of tpl that builds ./functions/<fnDir>.
+func function(tpl *template.Template, fnDir string) (*template.Function, error) {
+	for i := range tpl.Functions {
+		if tpl.Functions[i].Package == "./functions/"+fnDir {
+			return &tpl.Functions[i], nil
+		}
+	}
+	return nil, fmt.Errorf("no function in template.yaml builds ./functions/%s", fnDir)
+}
+
+// stackEnv is fn's environment against the stack that make run started.
+func stackEnv(root string, fn *template.Function) ([]string, error) {
+	vars, err := devstack.ReadEnv(filepath.Join(root, devstack.EnvFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no local stack running: start one with `make run` in another terminal")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return devstack.RuntimeEnv(fn, vars)
 }

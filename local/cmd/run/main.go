@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/idemkeys/idem/local/devstack"
-	"github.com/idemkeys/idem/local/stack"
 )
 
 func main() {
@@ -46,8 +45,8 @@ func run(o devstack.Options, quiet bool) error {
 		return err
 	}
 	defer s.Close()
-	envPath := filepath.Join(s.Root, stack.EnvFile)
-	if err := stack.WriteEnv(envPath, s.Vars); err != nil {
+	envPath := filepath.Join(s.Root, devstack.EnvFile)
+	if err := devstack.WriteEnv(envPath, s.Vars); err != nil {
 		return err
 	}
 	defer os.Remove(envPath)
@@ -69,7 +68,7 @@ Try (the second call replays the first: same body, Idempotent-Replayed: true, on
   curl -s %s/_sim/effects
 
 Or the guided tour: make demo.  Ctrl-C stops everything.
-`, stack.EnvFile, s.APIURL, token, s.APIURL, s.APIURL, s.ProviderURL)
+`, devstack.EnvFile, s.APIURL, token, s.APIURL, s.APIURL, s.ProviderURL)
 	<-ctx.Done()
 	fmt.Println("\n• stopping…")
 	return nil

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/idemkeys/idem/local/api"
+	"github.com/idemkeys/idem/local/apigw"
 	"github.com/idemkeys/idem/local/devstack"
 	"github.com/idemkeys/idem/local/samenv"
 )
@@ -79,6 +79,6 @@ Ctrl-C stops the engine and the simulator.
 func devToken() (string, error) {
 	secret := make([]byte, 32)
 	rand.Read(secret)
-	a := &api.Authorizer{Secret: secret, Issuer: devstack.Issuer, Audience: devstack.Audience}
+	a := &apigw.Authorizer{Secret: secret, Issuer: devstack.Issuer, Audience: devstack.Audience}
 	return a.Token("user-demo-1", 24*time.Hour)
 }

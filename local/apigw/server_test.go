@@ -1,4 +1,4 @@
-package api_test
+package apigw_test
 
 import (
 	"net/http"
@@ -8,12 +8,12 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/idemkeys/idem/local/api"
-	"github.com/idemkeys/idem/local/stack"
+	"github.com/idemkeys/idem/local/apigw"
+	"github.com/idemkeys/idem/local/template"
 )
 
 func TestAuthorizerRefusesBadTokens(t *testing.T) {
-	auth := &api.Authorizer{Secret: []byte("local-secret-0123456789abcdef0123"), Issuer: "https://issuer.test", Audience: "idem-local"}
+	auth := &apigw.Authorizer{Secret: []byte("local-secret-0123456789abcdef0123"), Issuer: "https://issuer.test", Audience: "idem-local"}
 	good, err := auth.Token("alice", time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +55,7 @@ func TestAuthorizerRefusesBadTokens(t *testing.T) {
 	}
 
 	// Through the server: refused with API Gateway's 401 before any function runs.
-	srv := api.New("/nonexistent-emulator", []api.Function{{Def: &stack.Function{LogicalID: "F", Routes: []stack.Route{{Method: "POST", Path: "/charges"}}}}}, auth, 1, nil)
+	srv := apigw.New("/nonexistent-emulator", []apigw.Function{{Def: &template.Function{LogicalID: "F", Routes: []template.Route{{Method: "POST", Path: "/charges"}}}}}, auth, 1, nil)
 	for name, header := range cases {
 		r := httptest.NewRequest(http.MethodPost, "/charges", nil)
 		if header != "" {

@@ -1,14 +1,14 @@
-package stack_test
+package template_test
 
 import (
 	"slices"
 	"testing"
 
-	"github.com/idemkeys/idem/local/stack"
+	"github.com/idemkeys/idem/local/template"
 )
 
 func TestLoadResolvesGlobalsRefsAndBuildTargets(t *testing.T) {
-	tpl, err := stack.Project()
+	tpl, err := template.Project()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -18,9 +18,9 @@ func TestLoadResolvesGlobalsRefsAndBuildTargets(t *testing.T) {
 	}
 	checks := []struct{ what, got, want string }{
 		{"package from the Makefile's build-ChargeFunction", charge.Package, "./functions/charge"},
-		{"a resource Ref in Globals", charge.Env["IDEMPOTENCY_TABLE"], stack.RefPrefix + "IdempotencyTable"},
+		{"a resource Ref in Globals", charge.Env["IDEMPOTENCY_TABLE"], template.RefPrefix + "IdempotencyTable"},
 		{"a parameter Ref in Globals", charge.Env["SCOPE_CLAIM"], "sub"},
-		{"a resource Ref in the function", charge.Env["CHARGES_TABLE"], stack.RefPrefix + "ChargesTable"},
+		{"a resource Ref in the function", charge.Env["CHARGES_TABLE"], template.RefPrefix + "ChargesTable"},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -30,21 +30,21 @@ func TestLoadResolvesGlobalsRefsAndBuildTargets(t *testing.T) {
 	if charge.Timeout <= 0 {
 		t.Errorf("timeout %d not taken from Globals", charge.Timeout)
 	}
-	if !slices.Contains(charge.Routes, stack.Route{Event: "CreateCharge", Method: "POST", Path: "/charges"}) {
+	if !slices.Contains(charge.Routes, template.Route{Event: "CreateCharge", Method: "POST", Path: "/charges"}) {
 		t.Errorf("routes = %v, want POST /charges among them", charge.Routes)
 	}
 	var resources []string
 	for _, p := range charge.Policies {
 		resources = append(resources, p.Resources...)
 	}
-	if !slices.Contains(resources, stack.GetAttPrefix+"ChargesTable.Arn") {
+	if !slices.Contains(resources, template.GetAttPrefix+"ChargesTable.Arn") {
 		t.Errorf("policy resources = %v, want the ChargesTable ARN as a GetAtt", resources)
 	}
 }
 
 func TestLocalEnvResolvesReferencesOrRefuses(t *testing.T) {
-	fn := &stack.Function{LogicalID: "F", Env: map[string]string{
-		"TABLE":  stack.RefPrefix + "T",
+	fn := &template.Function{LogicalID: "F", Env: map[string]string{
+		"TABLE":  template.RefPrefix + "T",
 		"PLAIN":  "x",
 		"SECRET": "/ssm/name",
 	}}

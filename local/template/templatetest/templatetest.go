@@ -1,17 +1,17 @@
-// Package stacktest gives tests the project's template and its functions
+// Package templatetest gives tests the project's template and its functions
 // built as Lambda runs them.
-package stacktest
+package templatetest
 
 import (
 	"testing"
 
-	"github.com/idemkeys/idem/local/stack"
+	"github.com/idemkeys/idem/local/template"
 )
 
 // Project loads the project's template.yaml, or fails t.
-func Project(t testing.TB) *stack.Template {
+func Project(t testing.TB) *template.Template {
 	t.Helper()
-	tpl, err := stack.Project()
+	tpl, err := template.Project()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,8 +19,8 @@ func Project(t testing.TB) *stack.Template {
 }
 
 // Built loads the template and builds every function's bootstrap into a
-// directory that lives as long as t (see stack.Template.Build).
-func Built(t testing.TB) (*stack.Template, string) {
+// directory that lives as long as t (see template.Template.Build).
+func Built(t testing.TB) (*template.Template, string) {
 	t.Helper()
 	tpl := Project(t)
 	bin := t.TempDir()

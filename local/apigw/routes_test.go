@@ -1,0 +1,57 @@
+package apigw_test
+
+import (
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/idemkeys/idem/local/apigw"
+	"github.com/idemkeys/idem/local/template"
+)
+
+func TestMatchRoutesAsAPIGateway(t *testing.T) {
+	routes := []template.Route{
+		{Event: "Create", Method: "POST", Path: "/orders"},
+		{Event: "Get", Method: "GET", Path: "/orders/{order_id}"},
+		{Event: "Stats", Method: "GET", Path: "/orders/stats"},
+		{Event: "Put", Method: "PUT", Path: "/orders/{order_id}"},
+		{Event: "Any", Method: "ANY", Path: "/things/{id}"},
+		{Event: "Files", Method: "GET", Path: "/files/{path+}"},
+	}
+	cases := []struct {
+		method, path, event string
+		params              map[string]string
+	}{
+		{"POST", "/orders", "Create", nil},
+		{"POST", "/orders/", "Create", nil}, // a trailing slash does not count
+		{"GET", "/orders/o-1", "Get", map[string]string{"order_id": "o-1"}},
+		{"GET", "/orders/o-1/", "Get", map[string]string{"order_id": "o-1"}},
+		{"GET", "/orders/stats", "Stats", nil}, // a literal beats a parameter
+		{"PUT", "/orders/o-1", "Put", map[string]string{"order_id": "o-1"}},
+		{"DELETE", "/things/t-1", "Any", map[string]string{"id": "t-1"}},
+		{"GET", "/files/a/b.txt", "Files", map[string]string{"path": "a/b.txt"}},
+		{"GET", "/orders", "", nil},       // no GET route there
+		{"HEAD", "/orders/o-1", "", nil},  // a GET route does not take HEAD
+		{"GET", "/orders/o-1/x", "", nil}, // more segments
+		{"GET", "/nothing", "", nil},
+		{"GET", "/orders/", "", nil}, // a parameter takes no empty segment
+	}
+	for _, c := range cases {
+		route, params, ok := apigw.Match(routes, c.method, c.path)
+		if ok != (c.event != "") || route.Event != c.event || !maps.Equal(params, c.params) {
+			t.Errorf("%s %s: %v %v %v, want %q %v", c.method, c.path, route, params, ok, c.event, c.params)
+		}
+	}
+}
+
+func TestServerAnswersAnUnknownRouteAsAPIGateway(t *testing.T) {
+	srv := apigw.New("/nonexistent-emulator", []apigw.Function{{Def: &template.Function{LogicalID: "F", Routes: []template.Route{{Method: "POST", Path: "/charges"}}}}}, &apigw.Authorizer{}, 1, nil)
+	for _, r := range []*http.Request{httptest.NewRequest("GET", "/charges", nil), httptest.NewRequest("POST", "/refunds", nil)} {
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, r)
+		if w.Code != http.StatusNotFound || w.Body.String() != `{"message":"Not Found"}` {
+			t.Errorf("%s %s: %d %s, want API Gateway's 404", r.Method, r.URL.Path, w.Code, w.Body)
+		}
+	}
+}

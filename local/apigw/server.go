@@ -1,0 +1,128 @@
+package apigw
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkeys/idem/local/rie"
+	"github.com/idemkeys/idem/local/template"
+)
+
+// maxPayload is API Gateway's limit on a request body.
+const maxPayload = 10 << 20
+
+// Function is one function to serve: its routes and how to run it.
+type Function struct {
+	Def       *template.Function
+	Bootstrap string
+	Env       []string
+}
+
+// Server is the local HTTP API. Create it with New.
+type Server struct {
+	auth   *Authorizer
+	log    *slog.Logger
+	routes []template.Route
+	owner  map[template.Route]*rie.Pool
+	pools  []*rie.Pool
+	mux    *http.ServeMux
+}
+
+// New returns a server for fns, each run under the emulator at emulator with
+// up to concurrency execution environments, like a Lambda function's
+// concurrency: concurrent requests run in different processes and race on
+// DynamoDB as they would deployed.
+func New(emulator string, fns []Function, auth *Authorizer, concurrency int, log *slog.Logger) *Server {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{auth: auth, log: log, owner: map[template.Route]*rie.Pool{}}
+	for _, f := range fns {
+		o := rie.Options{Env: f.Env, Timeout: time.Duration(f.Def.Timeout) * time.Second}
+		p := rie.NewPool(f.Def.LogicalID, emulator, f.Bootstrap, o, concurrency)
+		s.pools = append(s.pools, p)
+		for _, r := range f.Def.Routes {
+			s.routes = append(s.routes, r)
+			s.owner[r] = p
+		}
+	}
+	s.mux = newMux(s.routes, s.serveRoute)
+	return s
+}
+
+// Routes are the routes served, as the template declares them.
+func (s *Server) Routes() []template.Route { return s.routes }
+
+// ServeHTTP serves r on the route of the template that takes it, through a
+// ServeMux of the routes (see Match), or answers 404 as API Gateway does.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// serveRoute checks r's token, invokes route's function with r's event, and
+// writes the function's response.
+func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request, route template.Route, params map[string]string) {
+	start := time.Now()
+	claims, err := s.auth.Verify(r.Header.Get("Authorization"))
+	if err != nil {
+		s.log.Info("api: unauthorized", "route", route.Method+" "+route.Path, "reason", err.Error())
+		writeMessage(w, http.StatusUnauthorized, "Unauthorized")
+		return
+	}
+	body, err := ReadBody(r, maxPayload)
+	if err != nil {
+		writeMessage(w, http.StatusBadRequest, "Bad Request")
+		return
+	}
+	if len(body) > maxPayload {
+		writeMessage(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large")
+		return
+	}
+	payload, err := json.Marshal(Event(r, body, route, params, claims))
+	if err != nil {
+		writeMessage(w, http.StatusInternalServerError, "Internal Server Error")
+		return
+	}
+	p := s.owner[route]
+	out, err := p.Invoke(r.Context(), payload)
+	if err != nil {
+		s.log.Warn("api: invocation failed", "function", p.Name, "error", err.Error())
+		writeMessage(w, http.StatusInternalServerError, "Internal Server Error")
+		return
+	}
+	var resp events.APIGatewayV2HTTPResponse
+	if err := json.Unmarshal(out, &resp); err != nil {
+		writeMessage(w, http.StatusInternalServerError, "Internal Server Error")
+		return
+	}
+	Write(w, resp)
+	s.log.Info("api", "method", r.Method, "path", r.URL.Path, "status", resp.StatusCode, "function", p.Name, "ms", time.Since(start).Milliseconds())
+}
+
+// Crash kills, with SIGKILL, every execution environment that is running an
+// invocation now: the function process dies mid-request, as when a Lambda
+// runs out of memory or its host fails. It returns how many it killed.
+func (s *Server) Crash() int {
+	n := 0
+	for _, p := range s.pools {
+		n += p.Crash()
+	}
+	return n
+}
+
+// Close stops every execution environment.
+func (s *Server) Close() {
+	for _, p := range s.pools {
+		p.Close()
+	}
+}
+
+// writeMessage answers as API Gateway does for its own errors.
+func writeMessage(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `{"message":%q}`, msg)
+}

@@ -1,0 +1,107 @@
+package rie
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// Pool holds the execution environments of one function, started on demand
+// up to its concurrency and reused, as Lambda reuses warm ones: concurrent
+// invocations run in different processes and race on DynamoDB as they
+// would deployed. Create it with NewPool.
+type Pool struct {
+	Name                string // the function's, for logs
+	emulator, bootstrap string
+	opts                Options
+	slots               chan struct{}
+
+	mu   sync.Mutex
+	idle []*Runtime
+	busy map[*Runtime]bool
+}
+
+// NewPool returns a pool of up to concurrency environments, each running
+// bootstrap under the emulator with o.
+func NewPool(name, emulator, bootstrap string, o Options, concurrency int) *Pool {
+	return &Pool{Name: name, emulator: emulator, bootstrap: bootstrap, opts: o,
+		slots: make(chan struct{}, concurrency), busy: map[*Runtime]bool{}}
+}
+
+// Invoke runs one invocation in an idle environment, or a new one when none
+// is idle and the concurrency allows. An environment that failed (other than
+// with a function error) or exited is not reused.
+func (p *Pool) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-p.slots }()
+	rt, err := p.take(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The invocation outlives a client that hangs up, as in Lambda.
+	out, err := rt.Invoke(context.WithoutCancel(ctx), payload)
+	p.mu.Lock()
+	delete(p.busy, rt)
+	healthy := err == nil || errors.Is(err, ErrFunction)
+	if healthy && !rt.Exited() {
+		p.idle = append(p.idle, rt)
+	}
+	p.mu.Unlock()
+	if !healthy || rt.Exited() {
+		rt.Stop()
+	}
+	return out, err
+}
+
+func (p *Pool) take(ctx context.Context) (*Runtime, error) {
+	p.mu.Lock()
+	if n := len(p.idle); n > 0 {
+		rt := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.busy[rt] = true
+		p.mu.Unlock()
+		return rt, nil
+	}
+	p.mu.Unlock()
+	rt, err := Start(ctx, p.emulator, p.bootstrap, p.opts)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	p.busy[rt] = true
+	p.mu.Unlock()
+	return rt, nil
+}
+
+// Crash kills, with SIGKILL, every environment running an invocation now,
+// and returns how many.
+func (p *Pool) Crash() int {
+	p.mu.Lock()
+	victims := make([]*Runtime, 0, len(p.busy))
+	for rt := range p.busy {
+		victims = append(victims, rt)
+	}
+	p.mu.Unlock()
+	for _, rt := range victims {
+		rt.Stop()
+	}
+	return len(victims)
+}
+
+// Close stops every environment.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	all := append([]*Runtime(nil), p.idle...)
+	for rt := range p.busy {
+		all = append(all, rt)
+	}
+	p.idle, p.busy = nil, map[*Runtime]bool{}
+	p.mu.Unlock()
+	for _, rt := range all {
+		rt.Stop()
+	}
+}
