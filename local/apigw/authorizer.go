@@ -3,6 +3,7 @@ package apigw
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,7 +38,7 @@ func (a *Authorizer) Verify(header string) (map[string]string, error) {
 		case string:
 			out[k] = v
 		case float64:
-			out[k] = fmt.Sprintf("%.0f", v)
+			out[k] = strconv.FormatFloat(v, 'f', -1, 64) // as samlocal renders it
 		default:
 			out[k] = fmt.Sprint(v)
 		}
