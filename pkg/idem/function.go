@@ -42,7 +42,7 @@ func Function[In, Out any](s *Store, h func(context.Context, In) (Out, error), o
 		fn(&o)
 	}
 	if err := validateScope(o.Scope); err != nil {
-		return nil, fmt.Errorf("%w: FunctionOptions.Scope names the consumer", err)
+		return nil, fmt.Errorf("%w: %w: FunctionOptions.Scope names the consumer", ErrInvalidOptions, err)
 	}
 	if o.Key == nil {
 		return nil, fmt.Errorf("%w: FunctionOptions.Key takes the key from the event", ErrInvalidOptions)

@@ -46,7 +46,7 @@ func (s *Store) SQS(h MessageHandler, optFns ...func(*SQSOptions)) (func(ctx con
 		fn(&o)
 	}
 	if err := validateScope(o.Scope); err != nil {
-		return nil, fmt.Errorf("%w: SQSOptions.Scope names the consumer", err)
+		return nil, fmt.Errorf("%w: %w: SQSOptions.Scope names the consumer", ErrInvalidOptions, err)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -117,7 +117,7 @@ type EventHandler func(ctx context.Context, ev events.CloudWatchEvent, tx *Tx) e
 // failure returns the error, so that Lambda retries the event.
 func (s *Store) EventBridge(scope string, h EventHandler) (func(ctx context.Context, ev events.CloudWatchEvent) error, error) {
 	if err := validateScope(scope); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w: the scope names the consumer", ErrInvalidOptions, err)
 	}
 	return func(ctx context.Context, ev events.CloudWatchEvent) error {
 		fp, err := Fingerprint("EVENT", ev.Source+"/"+ev.DetailType, ev.Detail, false)

@@ -192,10 +192,19 @@ func TestProducerIDDeduplicatesAcrossMessages(t *testing.T) {
 	}
 }
 
-func TestSQSNeedsAConsumerScope(t *testing.T) {
+// A consumer without a scope is a mistake in its options, found when it is
+// built, not on its first message: ErrInvalidOptions, and ErrEmptyScope for
+// what was wrong.
+func TestConsumersNeedAScope(t *testing.T) {
 	f := newFixture(t)
-	if _, err := f.store.SQS(func(context.Context, events.SQSMessage, *idem.Tx) error { return nil }); !errors.Is(err, idem.ErrEmptyScope) {
-		t.Fatalf("err = %v, want ErrEmptyScope", err)
+	_, sqsErr := f.store.SQS(func(context.Context, events.SQSMessage, *idem.Tx) error { return nil })
+	_, ebErr := f.store.EventBridge("", func(context.Context, events.CloudWatchEvent, *idem.Tx) error { return nil })
+	_, fnErr := idem.Function(f.store, func(context.Context, string) (string, error) { return "", nil },
+		func(o *idem.FunctionOptions[string]) { o.Key = func(s string) string { return s } })
+	for name, err := range map[string]error{"SQS": sqsErr, "EventBridge": ebErr, "Function": fnErr} {
+		if !errors.Is(err, idem.ErrInvalidOptions) || !errors.Is(err, idem.ErrEmptyScope) {
+			t.Errorf("%s without a scope: %v, want ErrInvalidOptions and ErrEmptyScope", name, err)
+		}
 	}
 }
 
