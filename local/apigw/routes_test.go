@@ -46,12 +46,56 @@ func TestMatchRoutesAsAPIGateway(t *testing.T) {
 }
 
 func TestServerAnswersAnUnknownRouteAsAPIGateway(t *testing.T) {
-	srv := apigw.New("/nonexistent-emulator", []apigw.Function{{Def: &template.Function{LogicalID: "F", Routes: []template.Route{{Method: "POST", Path: "/charges"}}}}}, &apigw.Authorizer{}, 1, nil)
+	srv, err := apigw.New("/nonexistent-emulator", []apigw.Function{{Def: &template.Function{LogicalID: "F", Routes: []template.Route{{Method: "POST", Path: "/charges"}}}}}, &apigw.Authorizer{}, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, r := range []*http.Request{httptest.NewRequest("GET", "/charges", nil), httptest.NewRequest("POST", "/refunds", nil)} {
 		w := httptest.NewRecorder()
 		srv.ServeHTTP(w, r)
 		if w.Code != http.StatusNotFound || w.Body.String() != `{"message":"Not Found"}` {
 			t.Errorf("%s %s: %d %s, want API Gateway's 404", r.Method, r.URL.Path, w.Code, w.Body)
 		}
+	}
+}
+
+// The routes API Gateway accepts and ServeMux's own method and prefix rules
+// would get wrong: a catch-all beside other routes, the root, a template
+// path with a trailing slash, HEAD where a GET and an ANY route share a
+// path, a method-less route beside a method one, names that are not Go
+// identifiers. Routes that cannot be ordered are an error, not a panic.
+func TestRoutesServeMuxAloneWouldGetWrong(t *testing.T) {
+	routes := []template.Route{
+		{Event: "Root", Method: "GET", Path: "/"},
+		{Event: "Proxy", Method: "ANY", Path: "/{proxy+}"},
+		{Event: "List", Method: "GET", Path: "/orders/"},
+		{Event: "Get", Method: "GET", Path: "/o/{order-id}"},
+		{Event: "AnyO", Method: "ANY", Path: "/o/{order-id}"},
+		{Event: "Stats", Method: "ANY", Path: "/o/stats"},
+	}
+	cases := []struct {
+		method, path, event string
+		params              map[string]string
+	}{
+		{"GET", "/", "Root", nil},
+		{"GET", "/nothing/at/all", "Proxy", map[string]string{"proxy": "nothing/at/all"}},
+		{"POST", "/", "", nil}, // the catch-all takes no empty path
+		{"GET", "/orders", "List", nil},
+		{"GET", "/orders/", "List", nil},
+		{"GET", "/o/1", "Get", map[string]string{"order-id": "1"}},
+		{"HEAD", "/o/1", "AnyO", map[string]string{"order-id": "1"}},
+		{"GET", "/o/stats", "Stats", nil},
+		{"GET", "//orders", "", nil}, // not a clean path
+		{"GET", "/o/../orders", "", nil},
+	}
+	for _, c := range cases {
+		route, params, ok := apigw.Match(routes, c.method, c.path)
+		if ok != (c.event != "") || route.Event != c.event || !maps.Equal(params, c.params) {
+			t.Errorf("%s %s: %v %v %v, want %q %v", c.method, c.path, route, params, ok, c.event, c.params)
+		}
+	}
+	fns := []apigw.Function{{Def: &template.Function{LogicalID: "F", Routes: []template.Route{{Method: "GET", Path: "/a/{x}"}, {Method: "GET", Path: "/{y}/b"}}}}}
+	if _, err := apigw.New("/nonexistent-emulator", fns, &apigw.Authorizer{}, 1, nil); err == nil {
+		t.Error("routes ServeMux cannot order (/a/{x}, /{y}/b): no error")
 	}
 }

@@ -30,14 +30,15 @@ type Server struct {
 	routes []template.Route
 	owner  map[template.Route]*rie.Pool
 	pools  []*rie.Pool
-	mux    *http.ServeMux
+	router *router
 }
 
 // New returns a server for fns, each run under the emulator at emulator with
 // up to concurrency execution environments, like a Lambda function's
 // concurrency: concurrent requests run in different processes and race on
-// DynamoDB as they would deployed.
-func New(emulator string, fns []Function, auth *Authorizer, concurrency int, log *slog.Logger) *Server {
+// DynamoDB as they would deployed. It fails on routes that cannot be
+// ordered (see Match).
+func New(emulator string, fns []Function, auth *Authorizer, concurrency int, log *slog.Logger) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -51,16 +52,28 @@ func New(emulator string, fns []Function, auth *Authorizer, concurrency int, log
 			s.owner[r] = p
 		}
 	}
-	s.mux = newMux(s.routes, s.serveRoute)
-	return s
+	rt, err := newRouter(s.routes)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.router = rt
+	return s, nil
 }
 
 // Routes are the routes served, as the template declares them.
 func (s *Server) Routes() []template.Route { return s.routes }
 
-// ServeHTTP serves r on the route of the template that takes it, through a
-// ServeMux of the routes (see Match), or answers 404 as API Gateway does.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP serves r on the route of the template that takes it (see
+// Match), or answers 404 as API Gateway does.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	route, params, ok := s.router.match(r)
+	if !ok {
+		notFound(w)
+		return
+	}
+	s.serveRoute(w, r, route, params)
+}
 
 // serveRoute checks r's token, invokes route's function with r's event, and
 // writes the function's response.

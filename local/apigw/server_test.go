@@ -55,7 +55,10 @@ func TestAuthorizerRefusesBadTokens(t *testing.T) {
 	}
 
 	// Through the server: refused with API Gateway's 401 before any function runs.
-	srv := apigw.New("/nonexistent-emulator", []apigw.Function{{Def: &template.Function{LogicalID: "F", Routes: []template.Route{{Method: "POST", Path: "/charges"}}}}}, auth, 1, nil)
+	srv, err := apigw.New("/nonexistent-emulator", []apigw.Function{{Def: &template.Function{LogicalID: "F", Routes: []template.Route{{Method: "POST", Path: "/charges"}}}}}, auth, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for name, header := range cases {
 		r := httptest.NewRequest(http.MethodPost, "/charges", nil)
 		if header != "" {

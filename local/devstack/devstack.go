@@ -184,7 +184,9 @@ func (s *Stack) startAPI(tpl *template.Template, o Options) error {
 	secret := make([]byte, 32)
 	rand.Read(secret)
 	s.Auth = &apigw.Authorizer{Secret: secret, Issuer: Issuer, Audience: Audience}
-	s.API = apigw.New(emulator, fns, s.Auth, o.Concurrency, o.Log)
+	if s.API, err = apigw.New(emulator, fns, s.Auth, o.Concurrency, o.Log); err != nil {
+		return err
+	}
 	s.closers = append(s.closers, s.API.Close)
 	mux := http.NewServeMux()
 	mux.Handle("/", s.API)
