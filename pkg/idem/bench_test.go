@@ -210,10 +210,11 @@ func BenchmarkHTTPFirstRequest(b *testing.B) {
 	}
 }
 
-// TestPathAllocations holds the named benchmarks to the allocation targets
-// of BENCHMARKS.md: FirstRequest at most 60 (85 before the record's values
-// were allocated together), HTTPFirstRequest at most 110 (226 with
-// encoding/json's fingerprint). Allocation counts are exact, so they are
+// TestPathAllocations holds the named benchmarks to their allocations:
+// FirstRequest at most 60 (the target; 85 before the record's values
+// were allocated together), HTTPFirstRequest at most 90 (the target
+// is 110; it takes 85, 111 before, 226 with encoding/json's fingerprint, so
+// 90 is where a regression shows). Allocation counts are exact, so they are
 // asserted; the times are only reported.
 func TestPathAllocations(t *testing.T) {
 	for _, c := range []struct {
@@ -222,7 +223,7 @@ func TestPathAllocations(t *testing.T) {
 		most  int64
 	}{
 		{"FirstRequest", BenchmarkFirstRequest, 60},
-		{"HTTPFirstRequest", BenchmarkHTTPFirstRequest, 110},
+		{"HTTPFirstRequest", BenchmarkHTTPFirstRequest, 90},
 	} {
 		r := testing.Benchmark(c.bench)
 		if r.N == 0 {
