@@ -55,8 +55,7 @@ func (c *responseCache) get(pk string, now time.Time) (cached, bool) {
 		c.lru.Remove(pk)
 		return cached{}, false
 	}
-	v.resp = cloneResponse(v.resp) // the caller's own
-	return v, ok
+	return v, ok // an entry is never changed: the caller clones what it hands on
 }
 
 // put keeps a completed response, evicting the least recently used entries

@@ -148,5 +148,5 @@ func (c *call) cached() (res Result, hit bool, err error) {
 	// A cache hit, answered with no DynamoDB call.
 	c.log.Info("idem", "outcome", "replayed", "status", v.resp.StatusCode, "cache", true)
 	c.observe(OutcomeCacheHit)
-	return Result{Response: v.resp, Replayed: true}, true, nil
+	return Result{Response: cloneResponse(v.resp), Replayed: true}, true, nil // the caller's own
 }

@@ -100,7 +100,9 @@ type Options struct {
 	// execution environment (off by default): a replay found there costs no
 	// DynamoDB call, and the fingerprint is still checked (a 422 from the
 	// cache). Only completed records are kept, never past their expires_at.
-	// Each Lambda execution environment has its own.
+	// Each Lambda execution environment has its own, which Store.Delete in
+	// another does not reach: a deleted key is replayed from it until the
+	// record's expires_at or the environment's end.
 	Cache CacheOptions
 }
 

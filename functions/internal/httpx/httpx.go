@@ -91,13 +91,16 @@ type OwnItems struct {
 	Claim   string // the JWT claim that names the caller, whose value is the scope
 	IDParam string // the path parameter that holds the id
 	IDAttr  string // the table's sort key attribute, which holds the id
-	Log     *slog.Logger
+	Log     *slog.Logger // nil: nothing logged
 }
 
 // Get answers GET /<things>/{id} for the caller: the item of (scope, id),
 // decoded into v and rendered by render, or 404. Another caller's item is
 // 404 too, the same as none, so that ids cannot be probed across tenants.
 func (o OwnItems) Get(ctx context.Context, req events.APIGatewayV2HTTPRequest, v any, render func() any) events.APIGatewayV2HTTPResponse {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
 	scope, _, refusal := httpapi.CheckRequest(&req, o.Claim, 0)
 	if refusal != nil {
 		return refusal.Response()
