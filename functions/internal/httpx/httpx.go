@@ -88,9 +88,9 @@ var ID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 type OwnItems struct {
 	DB      Reader
 	Table   string
-	Claim   string // the JWT claim that names the caller, whose value is the scope
-	IDParam string // the path parameter that holds the id
-	IDAttr  string // the table's sort key attribute, which holds the id
+	Claim   string       // the JWT claim that names the caller, whose value is the scope
+	IDParam string       // the path parameter that holds the id
+	IDAttr  string       // the table's sort key attribute, which holds the id
 	Log     *slog.Logger // nil: nothing logged
 }
 
