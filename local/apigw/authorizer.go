@@ -2,12 +2,12 @@ package apigw
 
 import (
 	"errors"
-	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/idemkeys/idem/pkg/httpapi"
 )
 
 // Authorizer verifies bearer tokens as the HTTP API's JWT authorizer does:
@@ -32,18 +32,7 @@ func (a *Authorizer) Verify(header string) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]string, len(claims))
-	for k, v := range claims {
-		switch v := v.(type) {
-		case string:
-			out[k] = v
-		case float64:
-			out[k] = strconv.FormatFloat(v, 'f', -1, 64) // as samlocal renders it
-		default:
-			out[k] = fmt.Sprint(v)
-		}
-	}
-	return out, nil
+	return httpapi.ClaimStrings(claims), nil
 }
 
 // Token mints a token for sub, valid for ttl.

@@ -10,6 +10,23 @@ import (
 	"github.com/idemkeys/idem/local/template"
 )
 
+// matchCase is a request and the route that should take it (event "" for
+// none), with its path parameters.
+type matchCase struct {
+	method, path, event string
+	params              map[string]string
+}
+
+func checkMatches(t *testing.T, routes []template.Route, cases []matchCase) {
+	t.Helper()
+	for _, c := range cases {
+		route, params, ok := apigw.Match(routes, c.method, c.path)
+		if ok != (c.event != "") || route.Event != c.event || !maps.Equal(params, c.params) {
+			t.Errorf("%s %s: %v %v %v, want %q %v", c.method, c.path, route, params, ok, c.event, c.params)
+		}
+	}
+}
+
 func TestMatchRoutesAsAPIGateway(t *testing.T) {
 	routes := []template.Route{
 		{Event: "Create", Method: "POST", Path: "/orders"},
@@ -19,10 +36,7 @@ func TestMatchRoutesAsAPIGateway(t *testing.T) {
 		{Event: "Any", Method: "ANY", Path: "/things/{id}"},
 		{Event: "Files", Method: "GET", Path: "/files/{path+}"},
 	}
-	cases := []struct {
-		method, path, event string
-		params              map[string]string
-	}{
+	cases := []matchCase{
 		{"POST", "/orders", "Create", nil},
 		{"POST", "/orders/", "Create", nil}, // a trailing slash does not count
 		{"GET", "/orders/o-1", "Get", map[string]string{"order_id": "o-1"}},
@@ -37,12 +51,7 @@ func TestMatchRoutesAsAPIGateway(t *testing.T) {
 		{"GET", "/nothing", "", nil},
 		{"GET", "/orders/", "", nil}, // a parameter takes no empty segment
 	}
-	for _, c := range cases {
-		route, params, ok := apigw.Match(routes, c.method, c.path)
-		if ok != (c.event != "") || route.Event != c.event || !maps.Equal(params, c.params) {
-			t.Errorf("%s %s: %v %v %v, want %q %v", c.method, c.path, route, params, ok, c.event, c.params)
-		}
-	}
+	checkMatches(t, routes, cases)
 }
 
 func TestServerAnswersAnUnknownRouteAsAPIGateway(t *testing.T) {
@@ -73,10 +82,7 @@ func TestRoutesServeMuxAloneWouldGetWrong(t *testing.T) {
 		{Event: "AnyO", Method: "ANY", Path: "/o/{order-id}"},
 		{Event: "Stats", Method: "ANY", Path: "/o/stats"},
 	}
-	cases := []struct {
-		method, path, event string
-		params              map[string]string
-	}{
+	cases := []matchCase{
 		{"GET", "/", "Root", nil},
 		{"GET", "/nothing/at/all", "Proxy", map[string]string{"proxy": "nothing/at/all"}},
 		{"POST", "/", "", nil}, // the catch-all takes no empty path
@@ -88,12 +94,7 @@ func TestRoutesServeMuxAloneWouldGetWrong(t *testing.T) {
 		{"GET", "//orders", "", nil}, // not a clean path
 		{"GET", "/o/../orders", "", nil},
 	}
-	for _, c := range cases {
-		route, params, ok := apigw.Match(routes, c.method, c.path)
-		if ok != (c.event != "") || route.Event != c.event || !maps.Equal(params, c.params) {
-			t.Errorf("%s %s: %v %v %v, want %q %v", c.method, c.path, route, params, ok, c.event, c.params)
-		}
-	}
+	checkMatches(t, routes, cases)
 	fns := []apigw.Function{{Def: &template.Function{LogicalID: "F", Routes: []template.Route{{Method: "GET", Path: "/a/{x}"}, {Method: "GET", Path: "/{y}/b"}}}}}
 	if _, err := apigw.New("/nonexistent-emulator", fns, &apigw.Authorizer{}, 1, nil); err == nil {
 		t.Error("routes ServeMux cannot order (/a/{x}, /{y}/b): no error")

@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -108,4 +109,22 @@ func HeaderValue(headers map[string]string, name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// ClaimStrings renders a JWT's claims as API Gateway's HTTP API hands them
+// to a function (requestContext.authorizer.jwt.claims): every value a
+// string, a number in its shortest decimal form.
+func ClaimStrings(claims map[string]any) map[string]string {
+	out := make(map[string]string, len(claims))
+	for k, v := range claims {
+		switch v := v.(type) {
+		case string:
+			out[k] = v
+		case float64:
+			out[k] = strconv.FormatFloat(v, 'f', -1, 64)
+		default:
+			out[k] = fmt.Sprint(v)
+		}
+	}
+	return out
 }

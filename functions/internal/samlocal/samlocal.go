@@ -6,10 +6,8 @@ package samlocal
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -86,16 +84,5 @@ func bearerClaims(headers map[string]string) map[string]string {
 	if _, _, err := jwt.NewParser().ParseUnverified(strings.TrimSpace(raw), parsed); err != nil {
 		return nil
 	}
-	out := make(map[string]string, len(parsed))
-	for k, v := range parsed {
-		switch v := v.(type) {
-		case string:
-			out[k] = v
-		case float64:
-			out[k] = strconv.FormatFloat(v, 'f', -1, 64)
-		default:
-			out[k] = fmt.Sprint(v)
-		}
-	}
-	return out
+	return httpapi.ClaimStrings(parsed)
 }
