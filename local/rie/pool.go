@@ -46,12 +46,12 @@ func (p *Pool) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	out, err := rt.Invoke(context.WithoutCancel(ctx), payload)
 	p.mu.Lock()
 	delete(p.busy, rt)
-	healthy := err == nil || errors.Is(err, ErrFunction)
-	if healthy && !rt.Exited() {
+	reuse := (err == nil || errors.Is(err, ErrFunction)) && !rt.Exited()
+	if reuse {
 		p.idle = append(p.idle, rt)
 	}
 	p.mu.Unlock()
-	if !healthy || rt.Exited() {
+	if !reuse {
 		rt.Stop()
 	}
 	return out, err
