@@ -37,13 +37,13 @@ func TestColdStart(t *testing.T) {
 	t.Cleanup(func() { engine.Stop() })
 	db := dynamo.NewClient(endpoint)
 	tables := map[string]string{} // logical id: the name created for it
-	for _, tb := range tpl.Tables {
-		name := "cold-start-" + tb.LogicalID + "-" + strings.ToLower(rand.Text()[:8])
-		if err := dynamo.Table(tb).Create(context.Background(), db, name); err != nil {
-			t.Fatal(err)
-		}
+	prefix := "cold-start-" + strings.ToLower(rand.Text()[:8]) + "-"
+	err = dynamo.CreateTables(context.Background(), db, tpl.Tables, prefix, func(tb template.Table, name string) {
 		t.Cleanup(func() { db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &name}) })
 		tables[tb.LogicalID] = name
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	// The smallest Go Lambda, as the baseline: what the emulator and the Go
 	// runtime cost before any code of ours runs.
