@@ -24,7 +24,7 @@ help:
 	@echo "make deploy  sam build && sam deploy"
 
 deps:
-	@local/ensure-moto.sh
+	@local/ensure-dynamodb-local.sh
 	@local/ensure-spin.sh
 
 vet:
@@ -107,7 +107,7 @@ model:
 SAM_BIND ?= 0.0.0.0
 SAM_HOST ?= 127.0.0.1
 sam-local-env:
-	@local/ensure-moto.sh
+	@local/ensure-dynamodb-local.sh
 	$(GO) run ./local/cmd/samenv -bind $(SAM_BIND) -host $(SAM_HOST)
 
 FN     ?= charge

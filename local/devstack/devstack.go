@@ -99,7 +99,7 @@ func (s *Stack) step(format string, args ...any) {
 	fmt.Fprintf(s.progress, "• "+format+"\n", args...)
 }
 
-// startEngine starts moto (its log in the env file's directory) or reaches
+// startEngine starts DynamoDB Local (its log in the env file's directory) or reaches
 // the engine at DYNAMODB_ENDPOINT, with a fault proxy in front if asked.
 func (s *Stack) startEngine(ctx context.Context, o Options) error {
 	start := time.Now()
@@ -108,7 +108,7 @@ func (s *Stack) startEngine(ctx context.Context, o Options) error {
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		return err
 	}
-	logf, err := os.Create(filepath.Join(runDir, "moto.log"))
+	logf, err := os.Create(filepath.Join(runDir, "dynamodb-local.log"))
 	if err != nil {
 		return err
 	}
@@ -119,9 +119,9 @@ func (s *Stack) startEngine(ctx context.Context, o Options) error {
 	}
 	s.closers = append(s.closers, func() { engine.Stop() })
 	s.Endpoint = endpoint
-	what := "moto_server, log in " + logf.Name()
-	if engine == nil {
-		what = "the engine at " + dynamo.EndpointEnv
+	what := "the engine at " + dynamo.EndpointEnv
+	if engine != nil {
+		what = engine.String() + ", log in " + logf.Name()
 	}
 	s.step("  ready at %s (%s), %v", endpoint, what, time.Since(start).Round(time.Millisecond))
 	s.Vars = map[string]string{dynamo.EndpointEnv: endpoint, "IDEM_LEASE": o.Lease}

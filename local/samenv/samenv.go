@@ -48,6 +48,7 @@ type Options struct {
 // Services are the running engine and simulator, and the env-vars for SAM.
 type Services struct {
 	Endpoint    string            // the engine, as this machine reaches it
+	Engine      string            // which engine: "DynamoDB Local 3.3.1"
 	ProviderURL string            // the simulator, as this machine reaches it
 	Tables      map[string]string // logical id to local name
 	Sim         *provider.Simulator
@@ -78,7 +79,7 @@ func Start(ctx context.Context, o Options) (_ *Services, err error) {
 	if err != nil {
 		return nil, err
 	}
-	step("local DynamoDB engine at %s", s.Endpoint)
+	step("local DynamoDB engine at %s (%s)", s.Endpoint, s.Engine)
 	if err := s.createTables(ctx, tpl.Tables, o.TablePrefix, step); err != nil {
 		return nil, err
 	}
@@ -102,7 +103,7 @@ func Start(ctx context.Context, o Options) (_ *Services, err error) {
 	return s, err
 }
 
-// startEngine uses the engine DYNAMODB_ENDPOINT names, or starts moto on
+// startEngine uses the engine DYNAMODB_ENDPOINT names, or starts DynamoDB Local on
 // the bind address, and returns the engine's port.
 func (s *Services) startEngine(ctx context.Context, o Options) (string, error) {
 	if ep := os.Getenv(dynamo.EndpointEnv); ep != "" {
@@ -113,7 +114,7 @@ func (s *Services) startEngine(ctx context.Context, o Options) (string, error) {
 		if err != nil || u.Port() == "" {
 			return "", fmt.Errorf("%s=%s: want http://host:port", dynamo.EndpointEnv, ep)
 		}
-		s.Endpoint = ep
+		s.Endpoint, s.Engine = ep, "the engine at "+dynamo.EndpointEnv
 		return u.Port(), nil
 	}
 	e, err := dynamo.StartAt(ctx, o.Bind, o.DynamoPort, io.Discard)
@@ -121,7 +122,7 @@ func (s *Services) startEngine(ctx context.Context, o Options) (string, error) {
 		return "", err
 	}
 	s.closers = append(s.closers, func() { e.Stop() })
-	s.Endpoint = e.Endpoint
+	s.Endpoint, s.Engine = e.Endpoint, e.String()
 	u, _ := url.Parse(e.Endpoint)
 	return u.Port(), nil
 }

@@ -8,7 +8,7 @@ import (
 // TestNextFollowsTheModel holds the pure decision to the model's "decide:"
 // (model/idem.pml), row for row, without DynamoDB.
 func TestNextFollowsTheModel(t *testing.T) {
-	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	now := time.Now()
 	live, lapsed, gone := now.Add(time.Second).UnixMilli(), int64(0), now.Add(-time.Second).UnixMilli()
 	fresh, old := now.Add(time.Hour).Unix(), now.Add(-time.Second).Unix()
 	rec := func(fp, status string, leaseUntil, expiresAt int64) *record {

@@ -34,12 +34,16 @@ func race(n int, fn func(i int)) {
 	wg.Wait()
 }
 
-// clock is a settable time source shared by the holders in a test.
+// clock is a settable time source shared by the holders in a test. It
+// starts at the real time, as the engine's TTL runs on the real clock: a
+// record written from a fixed date in the past would be expired to DynamoDB
+// Local, which deletes it in the background mid-test. A test that needs an
+// expired record advances the clock, or writes the record expired.
 type clock struct{ now atomic.Int64 }
 
 func newClock() *clock {
 	c := &clock{}
-	c.now.Store(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).UnixNano())
+	c.now.Store(time.Now().UnixNano())
 	return c
 }
 
