@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/idemkeys/idem/pkg/idem"
 )
@@ -36,13 +38,23 @@ func check(ctx context.Context, db tableAPI, table string, w io.Writer) int {
 		fmt.Fprintln(w, "FAIL describe TTL:", err)
 		return 1
 	}
+	var pitr *types.ContinuousBackupsDescription
 	backups, err := db.DescribeContinuousBackups(ctx, &dynamodb.DescribeContinuousBackupsInput{TableName: name})
-	if err != nil {
+	switch {
+	case unsupported(err):
+		pitr = nil // reported by findings as not supported
+	case err != nil:
 		fmt.Fprintln(w, "FAIL describe backups:", err)
 		return 1
+	default:
+		pitr = backups.ContinuousBackupsDescription
 	}
 	code := 0
-	for _, f := range findings(t.Table, ttl.TimeToLiveDescription, backups.ContinuousBackupsDescription) {
+	for _, f := range findings(t.Table, ttl.TimeToLiveDescription, pitr) {
+		if unsupported(err) && f.what == whatPITR {
+			fmt.Fprintf(w, "n/a  %s: %s\n", f.what, notSupported)
+			continue
+		}
 		if f.problem == "" {
 			fmt.Fprintln(w, "ok  ", f.what)
 			continue
@@ -51,6 +63,21 @@ func check(ctx context.Context, db tableAPI, table string, w io.Writer) int {
 		code = 1
 	}
 	return code
+}
+
+const (
+	whatPITR = "point-in-time recovery"
+	// notSupported is what check says when the engine does not implement
+	// continuous backups (DynamoDB Local): neither a pass nor a failure, to
+	// be checked again on DynamoDB.
+	notSupported = "not supported by this engine (DescribeContinuousBackups: UnknownOperationException); check it on DynamoDB"
+)
+
+// unsupported tells an engine that lacks the operation from any other
+// error: DynamoDB Local answers UnknownOperationException.
+func unsupported(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "UnknownOperationException"
 }
 
 func findings(t *types.TableDescription, ttl *types.TimeToLiveDescription, b *types.ContinuousBackupsDescription) []finding {
@@ -74,9 +101,9 @@ func findings(t *types.TableDescription, ttl *types.TimeToLiveDescription, b *ty
 		add("on-demand billing", "")
 	}
 	if b == nil || b.PointInTimeRecoveryDescription == nil || b.PointInTimeRecoveryDescription.PointInTimeRecoveryStatus != types.PointInTimeRecoveryStatusEnabled {
-		add("point-in-time recovery", "off: a lost table forgets every key, and every retry runs its work again")
+		add(whatPITR, "off: a lost table forgets every key, and every retry runs its work again")
 	} else {
-		add("point-in-time recovery", "")
+		add(whatPITR, "")
 	}
 	add("single Region (not a global table)", idem.ReplicaProblem(t))
 	return out

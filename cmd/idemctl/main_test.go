@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/pkg/idem"
@@ -125,20 +126,61 @@ func TestLapseAndDeleteAreRefusedOrLoggedAsTheyShouldBe(t *testing.T) {
 	}
 }
 
-func TestCheckFlagsWhatTheTableLacks(t *testing.T) {
+// TestCheckOnTheLocalEngine runs check against DynamoDB Local, which has no
+// continuous backups: point-in-time recovery is reported as not supported by
+// this engine, neither ok nor FAIL, and the rest of a table as the template
+// makes it passes.
+func TestCheckOnTheLocalEngine(t *testing.T) {
 	c := newCtl(t)
 	code, out, _ := c.run("check")
-	if code != 1 || !strings.Contains(out, "FAIL point-in-time recovery") || !strings.Contains(out, "ok   TTL on expires_at") || !strings.Contains(out, "ok   single Region") {
-		t.Fatalf("check without PITR = %d\n%s", code, out)
+	if code != 0 || !strings.Contains(out, "n/a  point-in-time recovery: not supported by this engine") ||
+		!strings.Contains(out, "ok   TTL on expires_at") || !strings.Contains(out, "ok   single Region") || strings.Contains(out, "FAIL") {
+		t.Fatalf("check on the local engine = %d\n%s", code, out)
 	}
-	if _, err := c.db.UpdateContinuousBackups(context.Background(), &dynamodb.UpdateContinuousBackupsInput{
-		TableName:                        aws.String(c.table),
-		PointInTimeRecoverySpecification: &types.PointInTimeRecoverySpecification{PointInTimeRecoveryEnabled: aws.Bool(true)},
-	}); err != nil {
-		t.Fatal(err)
+}
+
+// backupsAnswer is a table whose DescribeContinuousBackups answers what the
+// test sets; the rest is the local engine's.
+type backupsAnswer struct {
+	tableAPI
+	out *dynamodb.DescribeContinuousBackupsOutput
+	err error
+}
+
+func (b backupsAnswer) DescribeContinuousBackups(context.Context, *dynamodb.DescribeContinuousBackupsInput, ...func(*dynamodb.Options)) (*dynamodb.DescribeContinuousBackupsOutput, error) {
+	return b.out, b.err
+}
+
+// TestCheckFlagsWhatTheTableLacks holds check's answer to each thing
+// DescribeContinuousBackups can say: recovery on, off, the operation unknown
+// to the engine, and any other error.
+func TestCheckFlagsWhatTheTableLacks(t *testing.T) {
+	c := newCtl(t)
+	pitr := func(s types.PointInTimeRecoveryStatus) *dynamodb.DescribeContinuousBackupsOutput {
+		return &dynamodb.DescribeContinuousBackupsOutput{ContinuousBackupsDescription: &types.ContinuousBackupsDescription{
+			ContinuousBackupsStatus:        types.ContinuousBackupsStatusEnabled,
+			PointInTimeRecoveryDescription: &types.PointInTimeRecoveryDescription{PointInTimeRecoveryStatus: s}}}
 	}
-	if code, out, _ := c.run("check"); code != 0 || strings.Contains(out, "FAIL") {
-		t.Fatalf("check of a table as the template makes it = %d\n%s", code, out)
+	for _, tc := range []struct {
+		name     string
+		answer   backupsAnswer
+		code     int
+		has, not string
+	}{
+		{"recovery on", backupsAnswer{out: pitr(types.PointInTimeRecoveryStatusEnabled)}, 0, "ok   point-in-time recovery", "FAIL"},
+		{"recovery off", backupsAnswer{out: pitr(types.PointInTimeRecoveryStatusDisabled)}, 1, "FAIL point-in-time recovery: off", "n/a"},
+		{"not supported", backupsAnswer{err: &smithy.GenericAPIError{Code: "UnknownOperationException", Message: "An unknown operation was requested."}}, 0,
+			"n/a  point-in-time recovery: not supported by this engine", "FAIL"},
+		{"another error", backupsAnswer{err: &smithy.GenericAPIError{Code: "AccessDeniedException", Message: "no"}}, 1, "FAIL describe backups: api error AccessDeniedException", "n/a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.answer.tableAPI = c.db
+			var out bytes.Buffer
+			code := check(context.Background(), tc.answer, c.table, &out)
+			if code != tc.code || !strings.Contains(out.String(), tc.has) || strings.Contains(out.String(), tc.not) {
+				t.Fatalf("check = %d, want %d with %q and without %q:\n%s", code, tc.code, tc.has, tc.not, out.String())
+			}
+		})
 	}
 }
 

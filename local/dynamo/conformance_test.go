@@ -17,11 +17,13 @@ import (
 	"github.com/idemkeys/idem/local/dynamotest"
 )
 
-// The conformance tests hold the engine's answers to DynamoDB's, on the
-// points pkg/idem's protocol reads: which action of a cancelled transaction
-// failed, the old item a failed condition returns, and a cancelled
-// transaction leaving nothing behind. They pin what local/dynamo's entry
-// point must keep when it changes how moto backs a transaction up.
+// The conformance tests hold the engine's answers to DynamoDB's documented
+// ones, on the points pkg/idem's protocol reads: which action of a cancelled
+// transaction failed, the old item a failed condition returns, a cancelled
+// transaction leaving nothing behind, and a transaction resent with its
+// ClientRequestToken. They pass on DynamoDB Local; an engine of one's own at
+// DYNAMODB_ENDPOINT that fails one of them would let the protocol's tests
+// pass or fail for the engine's reasons, not the code's.
 
 type item = map[string]types.AttributeValue
 
@@ -267,4 +269,40 @@ func TestConformanceCommittedTransactionApplies(t *testing.T) {
 	c.mustEqual("delete", c.records, recordKey("b"), nil)
 	c.mustEqual("checked, not written", c.records, recordKey("a"), c.recordA)
 	c.mustEqual("untouched neighbour", c.rows, rowKey("alice", "o0"), c.neighbourOfRow)
+}
+
+// TestConformanceClientRequestToken: a transaction resent with its
+// ClientRequestToken is answered with the first one's success and not
+// applied again (an ADD counter reads 1), and the token with other items is
+// refused with IdempotentParameterMismatchException, changing nothing.
+func TestConformanceClientRequestToken(t *testing.T) {
+	c := newConformance(t)
+	ctx := context.Background()
+	count := func(pk string) types.TransactWriteItem {
+		return types.TransactWriteItem{Update: &types.Update{TableName: aws.String(c.records), Key: recordKey(pk),
+			UpdateExpression: aws.String("ADD hits :one"), ExpressionAttributeValues: item{":one": n("1")}}}
+	}
+	in := &dynamodb.TransactWriteItemsInput{ClientRequestToken: aws.String("token-1"), TransactItems: []types.TransactWriteItem{count("a"), count("b")}}
+	for i := range 2 {
+		if _, err := c.db.TransactWriteItems(ctx, in); err != nil {
+			t.Fatalf("send %d: %v", i+1, err)
+		}
+	}
+	other := &dynamodb.TransactWriteItemsInput{ClientRequestToken: aws.String("token-1"), TransactItems: []types.TransactWriteItem{count("a")}}
+	_, err := c.db.TransactWriteItems(ctx, other)
+	if mismatch := new(types.IdempotentParameterMismatchException); !errors.As(err, &mismatch) {
+		t.Fatalf("the token with other items: %v, want IdempotentParameterMismatchException", err)
+	}
+	for _, pk := range []string{"a", "b"} {
+		if got := c.get(c.records, recordKey(pk))["hits"]; !reflect.DeepEqual(got, n("1")) {
+			t.Fatalf("%s: hits = %v after the transaction, its resend and a mismatch; want 1", pk, show(item{"hits": got}))
+		}
+	}
+	in.ClientRequestToken = aws.String("token-2") // a new token: applied again
+	if _, err := c.db.TransactWriteItems(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.get(c.records, recordKey("a"))["hits"]; !reflect.DeepEqual(got, n("2")) {
+		t.Fatalf("hits = %v after a new token, want 2", show(item{"hits": got}))
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -186,16 +187,32 @@ func TestAtomicBusinessConflictStoresTheDecidedResponse(t *testing.T) {
 	}
 }
 
+// TestAtomicCommitWhoseAnswerWasLostSucceeds: DoAtomic's transaction lands
+// and is sent again, with its ClientRequestToken (the engine answers the
+// first one's success) or without it (cancelled by its own record, which the
+// commit reads as its own); either way the holder answers its own 201.
 func TestAtomicCommitWhoseAnswerWasLostSucceeds(t *testing.T) {
-	f := newFixture(t)
-	f.db.AfterTx = func(ctx context.Context, in *dynamodb.TransactWriteItemsInput, out *dynamodb.TransactWriteItemsOutput, err error) (*dynamodb.TransactWriteItemsOutput, error) {
-		if err != nil {
-			return out, err
-		}
-		return f.raw.TransactWriteItems(ctx, in) // an SDK retry, on an engine that ignores the token
-	}
-	res, err := f.store.DoAtomic(context.Background(), req("alice", "k1", `{}`), f.newOrder("alice", nil))
-	if err != nil || res.Replayed || res.Response.StatusCode != 201 {
-		t.Fatalf("got %+v, %v; want this commit's own 201", res, err)
+	for _, keepToken := range []bool{true, false} {
+		t.Run(fmt.Sprintf("token kept %v", keepToken), func(t *testing.T) {
+			f := newFixture(t)
+			f.db.AfterTx = func(ctx context.Context, in *dynamodb.TransactWriteItemsInput, out *dynamodb.TransactWriteItemsOutput, err error) (*dynamodb.TransactWriteItemsOutput, error) {
+				if err != nil {
+					return out, err
+				}
+				again := *in
+				if !keepToken {
+					again.ClientRequestToken = nil
+				}
+				out, err = f.raw.TransactWriteItems(ctx, &again)
+				if canceled := new(types.TransactionCanceledException); keepToken != (err == nil) || !keepToken && !errors.As(err, &canceled) {
+					t.Errorf("resent, token kept %v: %v", keepToken, err)
+				}
+				return out, err
+			}
+			res, err := f.store.DoAtomic(context.Background(), req("alice", "k1", `{}`), f.newOrder("alice", nil))
+			if err != nil || res.Replayed || res.Response.StatusCode != 201 {
+				t.Fatalf("got %+v, %v; want this commit's own 201", res, err)
+			}
+		})
 	}
 }

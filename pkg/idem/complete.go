@@ -187,7 +187,7 @@ func (s *Store) cancelled(ctx context.Context, c completion, reasons []types.Can
 
 // recordFailed reads a failed record condition. Completed under this
 // completion's own token: an earlier send of this same commit landed and
-// only its answer was lost (an SDK retry, on an engine that ignores
+// only its answer was lost (the SDK resent a put, which has no
 // ClientRequestToken). Anything else: lost to another request.
 //
 // model: pkg/idem/model/idem.pml's settle mirrors it; change both together.

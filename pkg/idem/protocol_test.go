@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -346,23 +347,56 @@ func TestStoredResponsesOfAnyStatusReplay(t *testing.T) {
 	}
 }
 
+// TestExpiredRecordIsTreatedAsAbsent holds that a record past its
+// expires_at is absent to the protocol whether the engine's TTL has deleted
+// it yet or not: DynamoDB deletes expired items in the background, within
+// days; DynamoDB Local within about a second.
 func TestExpiredRecordIsTreatedAsAbsent(t *testing.T) {
-	f := newFixture(t)
-	ctx := context.Background()
-	if _, err := f.store.Do(ctx, req("alice", "k1", `{"v":1}`), f.createOrder("alice", "o1", nil)); err != nil {
-		t.Fatal(err)
+	ttl := idem.MinTTL
+	reclaim := func(t *testing.T, f *fixture) {
+		t.Helper()
+		var runs atomic.Int32
+		ctx := context.Background()
+		res, err := f.store.Do(ctx, req("alice", "k1", `{"v":2}`), f.createOrder("alice", "o2", &runs))
+		if err != nil || res.Replayed || runs.Load() != 1 || res.Response.StatusCode != 201 {
+			t.Fatalf("got %+v, %v after %d runs; want another body under the expired key to run its work once", res, err, runs.Load())
+		}
+		res, err = f.store.Do(ctx, req("alice", "k1", `{"v":2}`), f.createOrder("alice", "o2", &runs))
+		if err != nil || !res.Replayed || runs.Load() != 1 {
+			t.Fatalf("its retry: got %+v, %v after %d runs; want the new answer replayed", res, err, runs.Load())
+		}
 	}
-	// Past the TTL; DynamoDB may not have deleted the item yet (moto never
-	// does), so the item is still there.
-	f.clock.Advance(idem.MinTTL + time.Minute)
-	if f.record("alice", "k1") == nil {
-		t.Fatal("expected the expired item to be still present")
-	}
-	var runs atomic.Int32
-	res, err := f.store.Do(ctx, req("alice", "k1", `{"v":2}`), f.createOrder("alice", "o2", &runs))
-	if err != nil || res.Replayed || runs.Load() != 1 {
-		t.Fatalf("got %+v, %v; want the expired key reclaimed and the work run", res, err)
-	}
+	t.Run("still in the table", func(t *testing.T) {
+		f := newFixture(t, func(o *idem.Options) { o.TTL = ttl })
+		if _, err := f.store.Do(context.Background(), req("alice", "k1", `{"v":1}`), f.createOrder("alice", "o1", nil)); err != nil {
+			t.Fatal(err)
+		}
+		// Past expires_at by the store's clock, not by the engine's (the
+		// real time), so the engine's TTL leaves the item in place.
+		f.clock.Advance(ttl + time.Minute)
+		if f.record("alice", "k1") == nil {
+			t.Fatal("expected the expired item to be still present")
+		}
+		reclaim(t, f)
+	})
+	t.Run("deleted by the engine's TTL", func(t *testing.T) {
+		f := newFixture(t, func(o *idem.Options) { o.TTL = ttl })
+		// Written expired on purpose: from a clock set back past the TTL,
+		// so its expires_at is an hour behind the real time.
+		f.clock.Advance(-(ttl + time.Hour))
+		if _, err := f.store.Do(context.Background(), req("alice", "k1", `{"v":1}`), f.createOrder("alice", "o1", nil)); err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Advance(ttl + time.Hour)
+		deadline := time.Now().Add(30 * time.Second)
+		for f.record("alice", "k1") != nil {
+			if time.Now().After(deadline) {
+				t.Fatal("the engine's TTL did not delete the expired record within 30 s")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		reclaim(t, f)
+	})
 }
 
 func TestScopesAreSeparateOperations(t *testing.T) {
@@ -501,14 +535,53 @@ func TestCommitWhoseAnswerWasLostSucceeds(t *testing.T) {
 				return nil, context.DeadlineExceeded
 			}
 		}},
-		{"retried commit comes back cancelled", func(f *fixture) func(context.Context, *dynamodb.TransactWriteItemsInput, *dynamodb.TransactWriteItemsOutput, error) (*dynamodb.TransactWriteItemsOutput, error) {
-			// As an SDK retry does on an engine that ignores
-			// ClientRequestToken: the same input sent again.
+		{"resent with its token: the engine answers the first commit's success", func(f *fixture) func(context.Context, *dynamodb.TransactWriteItemsInput, *dynamodb.TransactWriteItemsOutput, error) (*dynamodb.TransactWriteItemsOutput, error) {
+			// As an SDK retry does: the same input, the same
+			// ClientRequestToken. DynamoDB Local, like DynamoDB, does not
+			// apply it again (the order's condition would cancel it).
 			return func(ctx context.Context, in *dynamodb.TransactWriteItemsInput, out *dynamodb.TransactWriteItemsOutput, err error) (*dynamodb.TransactWriteItemsOutput, error) {
 				if err != nil {
 					return out, err
 				}
-				return f.raw.TransactWriteItems(ctx, in)
+				out, err = f.raw.TransactWriteItems(ctx, in)
+				if err != nil {
+					f.t.Errorf("the resent transaction: %v, want the first one's success", err)
+				}
+				return out, err
+			}
+		}},
+		{"resent without its token comes back cancelled", func(f *fixture) func(context.Context, *dynamodb.TransactWriteItemsInput, *dynamodb.TransactWriteItemsOutput, error) (*dynamodb.TransactWriteItemsOutput, error) {
+			// As the same commit sent without ClientRequestToken, or a
+			// put (which has none), comes back: the record's fence fails on
+			// the commit itself, read back under this lease's own token.
+			return func(ctx context.Context, in *dynamodb.TransactWriteItemsInput, out *dynamodb.TransactWriteItemsOutput, err error) (*dynamodb.TransactWriteItemsOutput, error) {
+				if err != nil {
+					return out, err
+				}
+				again := *in
+				again.ClientRequestToken = nil
+				out, err = f.raw.TransactWriteItems(ctx, &again)
+				if canceled := new(types.TransactionCanceledException); !errors.As(err, &canceled) {
+					f.t.Errorf("the resent transaction: %v, want it cancelled", err)
+				}
+				return out, err
+			}
+		}},
+		{"resent with its token and other items: IdempotentParameterMismatch", func(f *fixture) func(context.Context, *dynamodb.TransactWriteItemsInput, *dynamodb.TransactWriteItemsOutput, error) (*dynamodb.TransactWriteItemsOutput, error) {
+			// The library never sends one token with two sets of items;
+			// if an engine ever answers so, the commit's outcome is
+			// unknown to it, settled from the record.
+			return func(ctx context.Context, in *dynamodb.TransactWriteItemsInput, out *dynamodb.TransactWriteItemsOutput, err error) (*dynamodb.TransactWriteItemsOutput, error) {
+				if err != nil {
+					return out, err
+				}
+				other := *in
+				other.TransactItems = append(slices.Clone(in.TransactItems), f.orderPut("alice", "o-other", "other"))
+				out, err = f.raw.TransactWriteItems(ctx, &other)
+				if mismatch := new(types.IdempotentParameterMismatchException); !errors.As(err, &mismatch) {
+					f.t.Errorf("the token with other items: %v, want IdempotentParameterMismatchException", err)
+				}
+				return out, err
 			}
 		}},
 	}
@@ -520,8 +593,8 @@ func TestCommitWhoseAnswerWasLostSucceeds(t *testing.T) {
 			if err != nil || res.Response.StatusCode != 201 || res.Replayed {
 				t.Fatalf("got %+v, %v; want the committed 201", res, err)
 			}
-			if str(f.record("alice", "k1"), "status") != idem.StatusCompleted || f.order("alice", "o1") == nil {
-				t.Fatal("commit not in the table")
+			if str(f.record("alice", "k1"), "status") != idem.StatusCompleted || f.order("alice", "o1") == nil || f.order("alice", "o-other") != nil {
+				t.Fatal("commit not in the table as sent once")
 			}
 		})
 	}
