@@ -90,10 +90,6 @@ func (c *Counter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, 
 	return counted(c, "UpdateItem", c.API.UpdateItem, ctx, in, o)
 }
 
-func (c *Counter) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	return counted(c, "DeleteItem", c.API.DeleteItem, ctx, in, o)
-}
-
 func (c *Counter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	if err := c.count("TransactWriteItems"); err != nil {
 		return nil, err

@@ -118,24 +118,15 @@ func (m *Meter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o 
 	return out, err
 }
 
-func (m *Meter) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
-	before := m.current(ctx, in.TableName, in.Key)
-	out, err := m.API.DeleteItem(ctx, in, o...)
-	var cc []types.ConsumedCapacity
-	if out != nil && out.ConsumedCapacity != nil {
-		cc = append(cc, *out.ConsumedCapacity)
-	}
-	m.add(writeUnits(before), 0, cc...)
-	return out, err
-}
-
 func (m *Meter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
 	befores := make([]int, len(in.TransactItems))
 	for i, w := range in.TransactItems {
-		if w.Update != nil {
+		switch {
+		case w.Update != nil:
 			befores[i] = m.current(ctx, w.Update.TableName, w.Update.Key)
+		case w.Delete != nil:
+			befores[i] = m.current(ctx, w.Delete.TableName, w.Delete.Key)
 		}
 	}
 	out, err := m.API.TransactWriteItems(ctx, in, o...)
@@ -146,6 +137,8 @@ func (m *Meter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWri
 			units += writeUnits(idem.ItemSize(w.Put.Item))
 		case w.Update != nil:
 			units += writeUnits(max(befores[i], m.current(ctx, w.Update.TableName, w.Update.Key)))
+		case w.Delete != nil:
+			units += writeUnits(befores[i])
 		default:
 			units += 1
 		}

@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"time"
@@ -129,7 +130,15 @@ const condCompletedAsRead = "#status = :completed AND lease_token = :mine"
 // progress (ErrNotCompleted: lapse it instead) and for a record that
 // changed since rec was read (ErrRecordChanged). A replay of the deleted
 // response is then no longer possible: a retry of the original request
-// runs the work again.
+// runs the work again, and this Store's cache no longer answers for the
+// key. Other execution environments' caches (Options.Cache) may still
+// replay it until their entry expires: disable the cache where deletes
+// must take effect everywhere at once.
+//
+// A delete whose answer is lost is read back: the SDK's resend carries the
+// first send's ClientRequestToken, which DynamoDB answers with the first
+// send's success; with every answer lost, Delete reads the record, and a
+// record gone is reported as deleted.
 func (s *Store) Delete(ctx context.Context, rec *KeyRecord, reason string) error {
 	if reason == "" {
 		return ErrNoReason
@@ -137,26 +146,50 @@ func (s *Store) Delete(ctx context.Context, rec *KeyRecord, reason string) error
 	if rec.Status != StatusCompleted {
 		return ErrNotCompleted
 	}
-	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:                &s.table,
-		Key:                      map[string]types.AttributeValue{AttrPK: &types.AttributeValueMemberS{Value: rec.pk}},
-		ConditionExpression:      aws.String(condCompletedAsRead),
-		ExpressionAttributeNames: map[string]string{"#status": attrStatus},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":completed": &types.AttributeValueMemberS{Value: StatusCompleted},
-			":mine":      &types.AttributeValueMemberS{Value: rec.token},
-		},
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	s.cache.forget(rec.pk, rec.token)
+	del := &dynamodb.TransactWriteItemsInput{
+		TransactItems: []types.TransactWriteItem{{Delete: &types.Delete{
+			TableName:                &s.table,
+			Key:                      map[string]types.AttributeValue{AttrPK: &types.AttributeValueMemberS{Value: rec.pk}},
+			ConditionExpression:      aws.String(condCompletedAsRead),
+			ExpressionAttributeNames: map[string]string{"#status": attrStatus},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":completed": &types.AttributeValueMemberS{Value: StatusCompleted},
+				":mine":      &types.AttributeValueMemberS{Value: rec.token},
+			},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}}},
+		// This call's own: a stale rec sent again later is not mistaken
+		// for a resend of this delete.
+		ClientRequestToken: aws.String(rand.Text()),
+	}
+	err := retryConflicts(ctx, func(int) error {
+		_, err := s.db.TransactWriteItems(ctx, del)
+		return err
 	})
-	if ccf := conditionFailed(err); ccf != nil {
-		if found, err := s.seen(ctx, rec.pk, ccf.Item); err != nil || found != nil {
+	logged := []any{"action", "delete", "scope", rec.Scope, "key_hash", rec.KeyHash, "attempts", rec.Attempts, "reason", reason}
+	switch cancelled := canceled(err); {
+	case cancelled != nil && reasonCode(cancelled.CancellationReasons, 0) == "ConditionalCheckFailed":
+		if found, err := s.seen(ctx, rec.pk, cancelled.CancellationReasons[0].Item); err != nil || found != nil {
 			return errors.Join(ErrRecordChanged, err)
 		}
 		return ErrNoRecord
-	}
-	if err != nil {
+	case err != nil && !refused(err):
+		// Every answer lost: read the record back.
+		r, rerr := s.read(context.WithoutCancel(ctx), rec.pk)
+		switch {
+		case rerr != nil:
+			return fmt.Errorf("idem: delete: outcome unknown, read the record again: %w", errors.Join(err, rerr))
+		case r != nil && r.LeaseToken == rec.token:
+			return fmt.Errorf("idem: delete: not deleted: %w", err)
+		case r != nil:
+			return errors.Join(ErrRecordChanged, err)
+		}
+		s.opts.Logger.Warn("idem admin", append(logged, "answer_lost", true)...)
+		return nil
+	case err != nil:
 		return fmt.Errorf("idem: delete: %w", err)
 	}
-	s.opts.Logger.Warn("idem admin", "action", "delete", "scope", rec.Scope, "key_hash", rec.KeyHash, "attempts", rec.Attempts, "reason", reason)
+	s.opts.Logger.Warn("idem admin", logged...)
 	return nil
 }

@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/idemkeys/idem/local/faultproxy"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
@@ -162,5 +165,70 @@ func TestDeleteRefusesAKeyInProgress(t *testing.T) {
 	}
 	if err := f.store.Delete(ctx, rec, "stuck"); !errors.Is(err, idem.ErrNotCompleted) {
 		t.Fatalf("delete in progress: %v, want ErrNotCompleted", err)
+	}
+}
+
+// TestDeleteForgetsTheKeyInThisStoresCache: after a Delete, the Store that
+// deleted answers from the table, not its cache: the original request runs
+// its work again and another request under the key is no longer 422. An
+// answer read before the delete is not put back into the cache after.
+func TestDeleteForgetsTheKeyInThisStoresCache(t *testing.T) {
+	f := newFixture(t, withCache(100, 1<<20))
+	ctx := context.Background()
+	var runs atomic.Int32
+	for range 2 { // the second a replay, which the cache then holds
+		if _, err := f.store.Do(ctx, req("erin", "k1", `{"v":1}`), f.createOrder("erin", "o1", &runs)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec, err := f.store.Inspect(ctx, "erin", "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.Delete(ctx, rec, "customer asked to resend"); err != nil {
+		t.Fatal(err)
+	}
+	calls := f.db.Total()
+	res, err := f.store.Do(ctx, req("erin", "k1", `{"v":2}`), f.createOrder("erin", "o2", &runs))
+	if err != nil || res.Replayed || runs.Load() != 2 || f.db.Total() == calls {
+		t.Fatalf("another request after the delete: %+v, %v after %d runs; want its work run, from the table", res, err, runs.Load())
+	}
+}
+
+// TestDeleteWhoseAnswerWasLostIsADelete: the delete reaches the engine and
+// its answer is dropped; the SDK sends it again (once: DynamoDB answers the
+// token's first success), or every answer is lost (Delete reads the record
+// back and finds it gone). Both are the one delete: nil, the audit line
+// written, the record gone.
+func TestDeleteWhoseAnswerWasLostIsADelete(t *testing.T) {
+	for _, times := range []int{1, 3} {
+		t.Run(fmt.Sprintf("%d answers lost", times), func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			var buf bytes.Buffer
+			proxy, ops := f.proxied(func(o *idem.Options) { o.Logger = slog.New(slog.NewJSONHandler(&buf, nil)) })
+			if _, err := f.store.Do(ctx, req("frank", "k1", `{}`), ok); err != nil {
+				t.Fatal(err)
+			}
+			rec, err := ops.Inspect(ctx, "frank", "k1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			proxy.Inject(faultproxy.Fault{Kind: faultproxy.CommitThenDrop, Times: times}) // the delete, whichever call it is
+			err = ops.Delete(ctx, rec, "ticket 9")
+			mustInject(t, proxy, faultproxy.CommitThenDrop, times)
+			if err != nil {
+				t.Fatalf("delete whose answer was lost: %v, want nil", err)
+			}
+			if f.record("frank", "k1") != nil {
+				t.Fatal("the record is still there")
+			}
+			if !strings.Contains(buf.String(), `"action":"delete"`) || !strings.Contains(buf.String(), "ticket 9") {
+				t.Fatalf("no audit line: %s", buf.String())
+			}
+			if lost := strings.Contains(buf.String(), `"answer_lost":true`); lost != (times == 3) {
+				t.Fatalf("answer_lost in the audit line is %v with %d answers lost: %s", lost, times, buf.String())
+			}
+		})
 	}
 }

@@ -46,7 +46,7 @@ func (s *Store) DoAtomic(ctx context.Context, req Request, work Work) (Result, e
 				o = s.settle(ctx, cp.pk, cp.token, o.err)
 			}
 			if !o.lost {
-				return c.finish(o, OutcomeFailed)
+				return c.finish(o, cp.token, OutcomeFailed)
 			}
 			seen = o.seen
 		case stepBusy:

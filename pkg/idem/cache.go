@@ -27,11 +27,16 @@ type cached struct {
 // responseCache is an LRU of completed responses, bounded in entries and
 // bytes. Only completed records enter it, so what it answers is what the
 // table would: the same response or the same 422.
+//
+// deleted remembers, per key, the lease token of the last record this
+// Store's Delete removed, so that a call that read that record before the
+// delete cannot put it back in after.
 type responseCache struct {
-	mu    sync.Mutex
-	lru   *simplelru.LRU[string, cached]
-	bytes int
-	max   int
+	mu      sync.Mutex
+	lru     *simplelru.LRU[string, cached]
+	deleted *simplelru.LRU[string, string]
+	bytes   int
+	max     int
 }
 
 func newResponseCache(o CacheOptions) *responseCache {
@@ -40,7 +45,20 @@ func newResponseCache(o CacheOptions) *responseCache {
 	}
 	c := &responseCache{max: o.MaxBytes}
 	c.lru, _ = simplelru.NewLRU(o.MaxEntries, func(_ string, v cached) { c.bytes -= v.size }) // size > 0: no error
+	c.deleted, _ = simplelru.NewLRU[string, string](o.MaxEntries, nil)
 	return c
+}
+
+// forget drops pk's entry and keeps token, the deleted record's, out of
+// the cache from now on.
+func (c *responseCache) forget(pk, token string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lru.Remove(pk)
+	c.deleted.Add(pk, token)
 }
 
 // get is the live entry of pk, if any. A nil cache has none.
@@ -58,9 +76,10 @@ func (c *responseCache) get(pk string, now time.Time) (cached, bool) {
 	return v, ok // an entry is never changed: the caller clones what it hands on
 }
 
-// put keeps a completed response, evicting the least recently used entries
-// until the bytes fit; a response larger than the whole cache is not kept.
-func (c *responseCache) put(pk, fp string, resp Response, expiresAt int64) {
+// put keeps a completed response, of the record under token, evicting the
+// least recently used entries until the bytes fit; a response larger than
+// the whole cache is not kept, nor one of a record Delete removed.
+func (c *responseCache) put(pk, token, fp string, resp Response, expiresAt int64) {
 	if c == nil {
 		return
 	}
@@ -77,6 +96,9 @@ func (c *responseCache) put(pk, fp string, resp Response, expiresAt int64) {
 	v.resp = cloneResponse(resp) // not the one the caller goes on to hold
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if gone, ok := c.deleted.Peek(pk); ok && gone == token {
+		return
+	}
 	c.lru.Remove(pk)
 	c.lru.Add(pk, v)
 	c.bytes += v.size

@@ -76,7 +76,7 @@ func (c *call) contend(seen *record) error {
 // answer ends the call on a record that decides it: a replay or a refusal.
 func (c *call) answer(st step, seen *record) (Result, error) {
 	if st == stepReplay {
-		c.s.cache.put(c.pk, seen.Fingerprint, seen.response(), seen.ExpiresAt)
+		c.s.cache.put(c.pk, seen.LeaseToken, seen.Fingerprint, seen.response(), seen.ExpiresAt)
 		c.log.Info("idem", "outcome", "replayed", "status", seen.response().StatusCode)
 		c.observe(OutcomeReplayed)
 		return Result{Response: seen.response(), Replayed: true}, nil
@@ -114,9 +114,9 @@ func (c *call) busy(seen *record) error {
 	return &InProgressError{RetryAfter: retry}
 }
 
-// finish logs, reports and returns what a commit came to; failed names a
-// failure (OutcomeLapsed where the lease was handed back).
-func (c *call) finish(o outcome, failed Outcome) (Result, error) {
+// finish logs, reports and returns what a commit under token came to;
+// failed names a failure (OutcomeLapsed where the lease was handed back).
+func (c *call) finish(o outcome, token string, failed Outcome) (Result, error) {
 	switch {
 	case o.lost:
 		c.log.Warn("idem", "outcome", "fenced")
@@ -127,7 +127,7 @@ func (c *call) finish(o outcome, failed Outcome) (Result, error) {
 		c.observe(failed)
 		return Result{}, o.err
 	}
-	c.s.cache.put(c.pk, c.req.Fingerprint, o.res.Response, c.started.Add(c.s.opts.TTL).Unix())
+	c.s.cache.put(c.pk, token, c.req.Fingerprint, o.res.Response, c.started.Add(c.s.opts.TTL).Unix())
 	c.log.Info("idem", "outcome", "executed", "status", o.res.Response.StatusCode)
 	c.observe(OutcomeExecuted)
 	return o.res, nil

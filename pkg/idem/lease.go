@@ -61,7 +61,7 @@ func (s *Store) run(ctx context.Context, c *call, l *lease, work Work) (res Resu
 	case o.err != nil:
 		s.lapse(ctx, l.pk, l.token)
 	}
-	return c.finish(o, OutcomeLapsed)
+	return c.finish(o, l.token, OutcomeLapsed)
 }
 
 // workContext ends at the lease's end as written to the record, less the

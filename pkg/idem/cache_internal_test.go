@@ -1,0 +1,27 @@
+package idem
+
+import (
+	"testing"
+	"time"
+)
+
+// A call that read a record before Delete removed it must not put the
+// deleted response back into the cache after; a new record under the key
+// (another lease token) is cached as ever.
+func TestCacheKeepsADeletedRecordOut(t *testing.T) {
+	c := newResponseCache(CacheOptions{MaxEntries: 10, MaxBytes: 1 << 16})
+	exp := time.Now().Add(time.Hour).Unix()
+	c.put("pk", "t1", "fp", Response{StatusCode: 201}, exp)
+	c.forget("pk", "t1")
+	if _, ok := c.get("pk", time.Now()); ok {
+		t.Fatal("the deleted entry is still answered")
+	}
+	c.put("pk", "t1", "fp", Response{StatusCode: 201}, exp) // read before the delete, put after
+	if _, ok := c.get("pk", time.Now()); ok {
+		t.Fatal("the deleted record was put back")
+	}
+	c.put("pk", "t2", "fp2", Response{StatusCode: 200}, exp)
+	if v, ok := c.get("pk", time.Now()); !ok || v.fingerprint != "fp2" {
+		t.Fatalf("the new record under the key: %+v, %v; want it cached", v, ok)
+	}
+}
