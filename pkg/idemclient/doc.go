@@ -46,8 +46,9 @@
 //     concurrent one with the same key, is still running.
 //
 // Nothing else is retried: 400, 401, 403, 404, 413, 422, a 409 of another
-// code, and every 2xx and 3xx are the server's answer and come back as the
-// response. The wait before a retry is the answer's Retry-After (seconds or
+// code, and every 2xx and 3xx end the operation, as the response or, after
+// an attempt that may have acted, as an unknown outcome (see Outcomes).
+// The wait before a retry is the answer's Retry-After (seconds or
 // an HTTP-date) where there is one, and at least a capped exponential
 // backoff with jitter; the retries end at Options.MaxAttempts, at a
 // Retry-After over Options.MaxRetryAfter, or when the next attempt could not
@@ -64,14 +65,34 @@
 //
 // Do has three kinds of result, and never reports a failure that may have
 // succeeded as a plain one:
-//   - a response: the server's answer, a refusal included;
+//   - a response: the server's answer, a refusal included (after an
+//     attempt that may have acted, only one that tells the outcome: below);
 //   - an *UnknownOutcomeError (errors.Is(err, ErrOutcomeUnknown)): the
-//     retries ended after an attempt that may have taken effect. It carries
-//     the key, the attempts and the last answer's status and code; sending
-//     the same request with its Key later learns the outcome;
+//     operation ended after an attempt that may have taken effect, without
+//     an answer that tells whether it did: the retries ended, or a refusal
+//     came that does not tell (below). It carries the key, the attempts and
+//     the last answer (its status, code and Retry-After, and the response
+//     with its body read); sending the same request with its Key later,
+//     once the refusal's cause is dealt with (a token refreshed, say),
+//     learns the outcome;
 //   - any other error: nothing can have happened (the connection was never
 //     made, the context ended before the first send, the body could not be
 //     resent before any attempt could have acted).
+//
+// Once an attempt may have acted (a dropped connection, a timeout, a 5xx,
+// a 409 request_in_progress), only an answer that tells the outcome comes
+// back as the response: a 2xx or 3xx; a replay, of any status (the stored
+// answer of the attempt that took effect); or a 422 idempotency_key_reused,
+// which says the key is bound to another request: the server keeps a key
+// bound to the request that first took it, through failures and
+// takeovers, so no attempt of this one took effect under it. Any other
+// refusal, a 401 after a 502 say, may come from a layer that never reads
+// the key (an authorizer once the token expired, a gateway's 403 or 404)
+// or be the earlier attempt seen from the other side (a 409 "order
+// exists"): it is an *UnknownOutcomeError, because the natural answer to a
+// plain 401, a new token and a new key, could do the operation twice.
+// Attempts that cannot have acted (a 429, a connection never made) do not
+// count: a refusal after them is the response.
 //
 // Error bodies carry a machine-readable code, as RFC 9457 problem details
 // (application/problem+json, member "code") or as {"error":{"code":...}};

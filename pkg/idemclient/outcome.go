@@ -3,6 +3,7 @@ package idemclient
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 )
@@ -16,24 +17,31 @@ var ErrOutcomeUnknown = errors.New("idemclient: outcome unknown")
 // GetBody for a *bytes.Buffer, *bytes.Reader or *strings.Reader body.
 var ErrBodyNotReplayable = errors.New("idemclient: the request has a body but no GetBody, so a retry could not resend it")
 
-// UnknownOutcomeError is the error of an operation whose retries ended
-// (the context's deadline, the attempts, or a Retry-After too long to wait)
-// after an attempt that may have taken effect: a connection that failed
-// after the request may have been sent, a 5xx, a 409 request_in_progress.
-// The operation may have happened or not. Send the same request again with
-// Key, later, to learn which: the server replays the result if it happened
-// and runs it if it did not.
+// UnknownOutcomeError is the error of an operation that ended after an
+// attempt that may have taken effect (a connection that failed after the
+// request may have been sent, a 5xx, a 409 request_in_progress) without an
+// answer that tells whether it did: its retries ended (the context's
+// deadline, the attempts, or a Retry-After too long to wait), or a refusal
+// came that is not retried and does not tell (a 401, 403 or 404, say; see
+// the package doc). The operation may have happened or not. Send the same
+// request again with Key, later (after a refusal, once its cause is dealt
+// with), to learn which: the server replays the result if it happened and
+// runs it if it did not.
 type UnknownOutcomeError struct {
 	Key        string        // the Idempotency-Key every attempt carried
 	Attempts   int           // attempts sent
 	StatusCode int           // the last answer's status; 0 if the last attempt got none
 	Code       string        // the last answer's machine-readable code, if it had one
 	RetryAfter time.Duration // the last answer's Retry-After, if it had one
+	// Response is the last answer, nil if the last attempt got none. Its
+	// body is read (up to 64 KiB) and closed; Body holds what was read.
+	Response *http.Response
 	// Err is why the retries ended: the context's error; a deadline too
 	// close for the next attempt (it matches context.DeadlineExceeded); a
 	// Retry-After over Options.MaxRetryAfter; a body that GetBody could not
-	// give again; or, when the attempts ran out, the last attempt's error
-	// (nil if the last attempt got an answer).
+	// give again; when the attempts ran out, the last attempt's error
+	// (nil if the last attempt got an answer); or, when the last answer was
+	// a refusal that does not tell the outcome, an error saying so.
 	Err error
 }
 

@@ -23,7 +23,9 @@ import (
 //   - 429: retried; the server refused to start.
 //   - 409 request_in_progress: retried; the operation is running.
 //   - anything else, 400, 401, 403, 404, 409 of another code, 413 and 422
-//     among them, is the server's answer and is not retried.
+//     among them, is not retried: it is the server's answer, unless an
+//     earlier attempt may have acted and it does not tell the outcome
+//     (tellsOutcome).
 func judge(status int, code string, err error) (retry, mayHaveActed bool) {
 	switch {
 	case err != nil:
@@ -37,6 +39,34 @@ func judge(status int, code string, err error) (retry, mayHaveActed bool) {
 		return true, true
 	}
 	return false, false
+}
+
+// tellsOutcome reports whether resp, an answer that is not retried, tells
+// the operation's outcome even after an attempt that may have acted:
+//
+//   - a 2xx or 3xx is the server's answer (a 3xx is followed by the
+//     http.Client, and Client.Do keeps the key on the new request);
+//   - a replay, of any status, is the stored answer under the key: the
+//     outcome of whichever attempt took effect;
+//   - a 422 idempotency_key_reused says the key is bound to another
+//     request. Every attempt sent this one, and the server keeps a key
+//     bound to the request that took it, through a failure, a lapse and a
+//     takeover, until it expires: so no attempt of this request took
+//     effect under the key.
+//
+// Any other refusal may come from a layer that never looks at the key (an
+// authorizer's 401 once the token expired, a gateway's 403 or 404, a 413),
+// or be the earlier attempt seen from the other side (a 409 "order exists"
+// from a server that made the order): it tells nothing of the attempt that
+// may have acted.
+func tellsOutcome(resp *http.Response) bool {
+	switch {
+	case resp.StatusCode < 400, Replayed(resp):
+		return true
+	case resp.StatusCode == http.StatusUnprocessableEntity:
+		return ProblemCode(resp) == CodeKeyReused
+	}
+	return false
 }
 
 // notSent reports whether err shows that the request never left: the

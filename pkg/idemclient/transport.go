@@ -1,6 +1,7 @@
 package idemclient
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +22,10 @@ const (
 	// CodeInProgress is the code of a 409 that means "the same request is
 	// still being processed": the one 409 that is retried.
 	CodeInProgress = "request_in_progress"
+	// CodeKeyReused is the code of a 422 that means "this key is bound to
+	// another request": one that tells, after an attempt that may have
+	// acted, that no attempt of this request took effect under the key.
+	CodeKeyReused = "idempotency_key_reused"
 )
 
 // Options configure a Transport or a Client. Zero values take the defaults
@@ -91,9 +96,11 @@ func NewTransport(optFns ...func(*Options)) *Transport {
 }
 
 // RoundTrip sends req until it has an answer that is not to be retried, and
-// returns that answer. It returns an *UnknownOutcomeError when the retries
-// end after an attempt that may have taken effect, and a plain error only
-// when nothing can have happened. It does not modify req: the key goes on
+// returns that answer. It returns an *UnknownOutcomeError when the
+// operation ends after an attempt that may have taken effect without an
+// answer that tells whether it did (the retries ended, or a refusal came
+// that does not tell), and a plain error only when nothing can have
+// happened. It does not modify req: the key goes on
 // a clone, which the response's Request is.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !t.applies(req.Method) {
@@ -112,16 +119,19 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return op.giveUp(attempt{}, err)
 		}
 		retry, acted := judge(a.status(), a.code, a.err)
-		op.acted = op.acted || acted
 		if !retry {
+			if op.acted && !tellsOutcome(a.resp) {
+				return op.giveUp(op.refused(a))
+			}
 			a.keep()
 			return a.resp, nil
 		}
+		op.acted = op.acted || acted
 		wait, stop := op.next(a)
 		if stop != nil {
 			return op.giveUp(a, stop)
 		}
-		a.discard()
+		detach(a.resp)
 		op.report(a, wait)
 		if err := t.sleep(op.ctx, wait); err != nil {
 			return op.giveUp(attempt{}, err)
@@ -176,13 +186,16 @@ func (a attempt) status() int {
 	return a.resp.StatusCode
 }
 
-// discard drains a little of a retried answer, so its connection can be
-// reused, and closes it.
-func (a attempt) discard() {
-	if a.resp != nil {
-		io.Copy(io.Discard, io.LimitReader(a.resp.Body, 4<<10))
-		a.resp.Body.Close()
+// detach reads the head of an answer that is not handed back (up to
+// maxErrorBody, so its connection can be reused), closes it, and leaves in
+// its Body what was read, for UnknownOutcomeError.Response.
+func detach(resp *http.Response) {
+	if resp == nil {
+		return
 	}
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(head))
 }
 
 // send makes one attempt. Its error is not the attempt's (that is in the
@@ -282,11 +295,21 @@ func (op *operation) giveUp(a attempt, why error) (*http.Response, error) {
 		}
 		return nil, fmt.Errorf("idemclient: gave up after %d attempt(s), none of which can have taken effect: %w", op.n, why)
 	}
-	a.discard()
+	detach(a.resp)
 	return nil, &UnknownOutcomeError{
 		Key: op.key, Attempts: op.n, StatusCode: op.last.status(), Code: op.last.code,
-		RetryAfter: op.last.retryAfter, Err: why,
+		RetryAfter: op.last.retryAfter, Response: op.last.resp, Err: why,
 	}
+}
+
+// refused makes an answer that is not retried, after an attempt that may
+// have acted and which it does not settle, the last answer of an unknown
+// outcome: its code and Retry-After read, the reason said.
+func (op *operation) refused(a attempt) (attempt, error) {
+	a.code = ProblemCode(a.resp)
+	a.retryAfter, a.hasRetryAfter = parseRetryAfter(a.resp.Header.Get("Retry-After"), op.t.now())
+	op.last = a
+	return a, fmt.Errorf("a %d is not retried, and does not tell whether an earlier attempt took effect", a.status())
 }
 
 func (op *operation) report(a attempt, wait time.Duration) {

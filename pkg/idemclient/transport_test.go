@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -275,7 +276,7 @@ func TestDeadlineGivesUnknownOutcomeWithTheKey(t *testing.T) {
 		req.Header.Set(HeaderKey, "k-in-flight")
 		_, err := tr.RoundTrip(req)
 		u := unknown(t, err)
-		if u.Key != "k-in-flight" || u.Attempts != 1 || u.StatusCode != 0 || !errors.Is(err, context.DeadlineExceeded) {
+		if u.Key != "k-in-flight" || u.Attempts != 1 || u.StatusCode != 0 || u.Response != nil || !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("%+v (%v)", u, err)
 		}
 		if len(s.requests()) != 1 {
@@ -294,6 +295,9 @@ func TestDeadlineGivesUnknownOutcomeWithTheKey(t *testing.T) {
 		if u := unknown(t, err); u.StatusCode != 502 || !errors.Is(err, context.Canceled) {
 			t.Fatalf("%+v (%v)", u, err)
 		}
+		if u := unknown(t, err); u.Response == nil || !strings.Contains(readAll(t, u.Response), "provider_unavailable") {
+			t.Fatalf("Response %+v: want the 502 answered before the wait", u.Response)
+		}
 	})
 	t.Run("the attempts run out", func(t *testing.T) {
 		srv, _ := serve(t, answer(503, "provider_busy"))
@@ -301,6 +305,9 @@ func TestDeadlineGivesUnknownOutcomeWithTheKey(t *testing.T) {
 		_, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
 		if u := unknown(t, err); u.Attempts != 3 || sent.count() != 3 || u.Err != nil {
 			t.Fatalf("%+v", u)
+		}
+		if u := unknown(t, err); u.Response == nil || u.Response.StatusCode != 503 || !strings.Contains(readAll(t, u.Response), "provider_busy") {
+			t.Fatalf("Response %+v: want the last 503, its body readable", u.Response)
 		}
 	})
 	t.Run("a Retry-After over MaxRetryAfter", func(t *testing.T) {
@@ -501,4 +508,178 @@ func TestConcurrentOperations(t *testing.T) {
 	if sent.count() != 16 || len(tried) != 8 {
 		t.Fatalf("%d attempts for %d keys, want 16 for 8", sent.count(), len(tried))
 	}
+}
+
+// replayed answers status as a stored response: Idempotent-Replayed: true.
+func replayed(status int, code string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(HeaderReplayed, "true")
+		answer(status, code)(w, r)
+	}
+}
+
+// TestRefusalAfterAnAttemptThatMayHaveActedIsAnUnknownOutcome holds the
+// package doc's rule: once an attempt may have taken effect, a refusal that
+// is not retried says nothing about that attempt (a 401 from an expired
+// token, a 404 from a gateway, a 409 from a server that sees the first
+// attempt's order), so the operation ends in an *UnknownOutcomeError that
+// carries the key and that refusal, not in a plain response.
+func TestRefusalAfterAnAttemptThatMayHaveActedIsAnUnknownOutcome(t *testing.T) {
+	withHeader := func(h http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+			h(w, r)
+		}
+	}
+	cases := []struct {
+		name    string
+		steps   []http.HandlerFunc
+		timeout time.Duration // AttemptTimeout
+		status  int
+		code    string
+	}{
+		{"502 then 401", []http.HandlerFunc{answer(502, "bad_gateway"), withHeader(answer(401, "unauthenticated"))}, 0, 401, "unauthenticated"},
+		{"a dropped connection then 403", []http.HandlerFunc{drop, problem(403, "forbidden")}, 0, 403, "forbidden"},
+		{"504 then 404", []http.HandlerFunc{func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(504) }, answer(404, "not_found")}, 0, 404, "not_found"},
+		{"a timed-out attempt then 400", []http.HandlerFunc{hang, answer(400, "invalid_request")}, 200 * time.Millisecond, 400, "invalid_request"},
+		{"500 then 409 of another code", []http.HandlerFunc{answer(500, "internal_error"), answer(409, "order_exists")}, 0, 409, "order_exists"},
+		{"409 in progress then 413", []http.HandlerFunc{problem(409, CodeInProgress), answer(413, "body_too_large")}, 0, 413, "body_too_large"},
+		{"503 then 422 of another code", []http.HandlerFunc{answer(503, "provider_busy"), problem(422, "amount_invalid")}, 0, 422, "amount_invalid"},
+		{"503, 429, then 401", []http.HandlerFunc{answer(503, "provider_busy"), answer(429, "rate_limited"), answer(401, "unauthenticated")}, 0, 401, "unauthenticated"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, s := serve(t, tc.steps...)
+			tr, sent := testTransport(t, nil, func(o *Options) { o.AttemptTimeout = tc.timeout })
+			resp, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
+			if err == nil {
+				t.Fatalf("came back as a plain %d after an attempt that may have acted", resp.StatusCode)
+			}
+			u := unknown(t, err)
+			if u.Key == "" || u.Key != s.requests()[0].key || u.Attempts != len(tc.steps) || sent.count() != len(tc.steps) {
+				t.Fatalf("%+v after %d attempts: want the key and %d attempts", u, sent.count(), len(tc.steps))
+			}
+			if u.StatusCode != tc.status || u.Code != tc.code || u.Response == nil || u.Response.StatusCode != tc.status {
+				t.Fatalf("%+v: want the last answer, %d %s", u, tc.status, tc.code)
+			}
+			if body := readAll(t, u.Response); !strings.Contains(body, tc.code) {
+				t.Fatalf("the last answer's body %q lacks its code", body)
+			}
+			if !strings.Contains(err.Error(), tc.code) || !strings.Contains(err.Error(), u.Key) {
+				t.Fatalf("the message %q names neither the refusal nor the key", err)
+			}
+		})
+	}
+	t.Run("the refusal's headers are kept", func(t *testing.T) {
+		srv, _ := serve(t, answer(502, "bad_gateway"), withHeader(answer(401, "unauthenticated")))
+		tr, _ := testTransport(t, nil)
+		_, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
+		if u := unknown(t, err); u.Response.Header.Get("WWW-Authenticate") == "" {
+			t.Fatalf("%+v: the 401's WWW-Authenticate was lost", u.Response.Header)
+		}
+	})
+	t.Run("through Client", func(t *testing.T) {
+		srv, _ := serve(t, drop, answer(401, "unauthenticated"))
+		c := New(func(o *Options) { o.Base = &http.Transport{DisableKeepAlives: true}; o.MinBackoff = time.Millisecond })
+		resp, err := c.Do(post(t, context.Background(), srv.URL, `{}`))
+		if err == nil {
+			t.Fatalf("came back as a plain %d", resp.StatusCode)
+		}
+		if u := unknown(t, err); u.StatusCode != 401 || u.Key == "" {
+			t.Fatalf("%+v", u)
+		}
+	})
+}
+
+// dialFailsFirst fails its first attempt as a connection that was never
+// made, then sends through base.
+type dialFailsFirst struct {
+	base  http.RoundTripper
+	tried atomic.Bool
+}
+
+func (d *dialFailsFirst) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !d.tried.Swap(true) {
+		if r.Body != nil {
+			r.Body.Close()
+		}
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
+	}
+	return d.base.RoundTrip(r)
+}
+
+// TestAnswerAfterAnAttemptThatMayHaveActedComesBack holds the other half
+// of the rule: after an attempt that may have acted, the answers that do
+// tell the operation's outcome come back as the response (a 2xx or 3xx, a
+// replay of any status, a 422 idempotency_key_reused), and a refusal after
+// attempts that cannot have acted (a 429, a connection never made) is the
+// server's answer as before.
+func TestAnswerAfterAnAttemptThatMayHaveActedComesBack(t *testing.T) {
+	seeOther := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", "/charges/ch_1")
+		w.WriteHeader(http.StatusSeeOther)
+	}
+	cases := []struct {
+		name   string
+		steps  []http.HandlerFunc
+		dial   bool // the first attempt fails to connect, before steps
+		status int
+	}{
+		{"502 then 201", []http.HandlerFunc{answer(502, "bad_gateway"), created}, false, 201},
+		{"a dropped connection then a replayed 201", []http.HandlerFunc{drop, replayed(201, "")}, false, 201},
+		{"504 then a replayed 402", []http.HandlerFunc{answer(504, ""), replayed(402, "card_declined")}, false, 402},
+		{"a dropped connection then a replayed 409", []http.HandlerFunc{drop, replayed(409, "order_exists")}, false, 409},
+		{"502 then 422 idempotency_key_reused", []http.HandlerFunc{answer(502, "bad_gateway"), problem(422, "idempotency_key_reused")}, false, 422},
+		{"503 then 303", []http.HandlerFunc{answer(503, "provider_busy"), seeOther}, false, 303},
+		{"429 then 401", []http.HandlerFunc{answer(429, "rate_limited"), answer(401, "unauthenticated")}, false, 401},
+		{"a connection never made then 403", []http.HandlerFunc{problem(403, "forbidden")}, true, 403},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, _ := serve(t, tc.steps...)
+			tr, _ := testTransport(t, nil)
+			if tc.dial {
+				tr.o.Base = &dialFailsFirst{base: tr.o.Base}
+			}
+			resp, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
+			if err != nil {
+				t.Fatalf("err %v, want the %d", err, tc.status)
+			}
+			readAll(t, resp)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tc.status)
+			}
+		})
+	}
+	t.Run("a redirect after a 502 is followed under the same key", func(t *testing.T) {
+		var mu sync.Mutex
+		var got []string
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			got = append(got, r.URL.Path+" "+r.Header.Get(HeaderKey))
+			n := len(got)
+			mu.Unlock()
+			switch {
+			case n == 1:
+				answer(502, "bad_gateway")(w, r)
+			case r.URL.Path == "/old":
+				http.Redirect(w, r, "/new", http.StatusPermanentRedirect)
+			default:
+				replayed(201, "")(w, r)
+			}
+		}))
+		t.Cleanup(srv.Close)
+		c := New(func(o *Options) { o.Base = &http.Transport{DisableKeepAlives: true}; o.MinBackoff = time.Millisecond })
+		resp, err := c.Do(post(t, context.Background(), srv.URL+"/old", `{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+		mu.Lock()
+		defer mu.Unlock()
+		key := strings.TrimPrefix(got[0], "/old ")
+		if resp.StatusCode != 201 || len(got) != 3 || got[1] != "/old "+key || got[2] != "/new "+key {
+			t.Fatalf("%d after %q: want 201 after /old twice and /new, under one key", resp.StatusCode, got)
+		}
+	})
 }
