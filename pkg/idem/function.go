@@ -2,10 +2,15 @@ package idem
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // ErrNoKey: the event carries no idempotency key and FunctionOptions does
@@ -24,7 +29,9 @@ type FunctionOptions[In any] struct {
 	// request (default: the whole event). Its value is hashed as JSON.
 	Fingerprint func(in In) any
 	// PassThrough runs the handler without idempotency for an event that
-	// has no key, instead of failing with ErrNoKey.
+	// has no key, instead of failing with ErrNoKey. TxFrom(ctx) is usable
+	// all the same: its writes commit in one transaction, without an
+	// idempotency record, before the result is returned.
 	PassThrough bool
 	// Atomic runs the handler with Store.DoAtomic instead of Store.Do.
 	Atomic bool
@@ -58,7 +65,7 @@ func Function[In, Out any](s *Store, h func(context.Context, In) (Out, error), o
 		var out Out
 		key := o.Key(in)
 		if key == "" && o.PassThrough {
-			return h(ctx, in)
+			return passThrough(ctx, s, h, in)
 		}
 		if key == "" {
 			return out, ErrNoKey
@@ -85,4 +92,27 @@ func Function[In, Out any](s *Store, h func(context.Context, In) (Out, error), o
 		err = json.Unmarshal(res.Response.Body, &out)
 		return out, err
 	}, nil
+}
+
+// passThrough runs h for a keyless event and commits its writes alone.
+func passThrough[In, Out any](ctx context.Context, s *Store, h func(context.Context, In) (Out, error), in In) (Out, error) {
+	var tx Tx
+	out, err := h(context.WithValue(ctx, txKey{}, &tx), in)
+	if err != nil || len(tx.writes) == 0 {
+		return out, err
+	}
+	items := make([]types.TransactWriteItem, len(tx.writes))
+	for i, w := range tx.writes {
+		items[i] = w.Item
+	}
+	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items, ClientRequestToken: aws.String(rand.Text())})
+	switch cancelled := canceled(err); {
+	case cancelled != nil && !onlyConflicts(cancelled.CancellationReasons):
+		return out, fmt.Errorf("%w: %w", ErrWriteConditionFailed, err)
+	case refused(err):
+		return out, fmt.Errorf("%w: DynamoDB refused the writes: %w", ErrInvalidWrite, err)
+	case err != nil:
+		return out, fmt.Errorf("idem: pass-through writes: %w", err)
+	}
+	return out, nil
 }

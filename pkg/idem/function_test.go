@@ -83,6 +83,44 @@ func TestFunctionPassThroughAndOptions(t *testing.T) {
 	}
 }
 
+// TestFunctionPassThroughCommitsTheHandlersWrites: one handler serves both
+// cases. With PassThrough, a keyless event runs the handler with a usable
+// Tx whose writes commit in one transaction without an idempotency record,
+// and its result is returned; no panic on TxFrom(ctx).Add.
+func TestFunctionPassThroughCommitsTheHandlersWrites(t *testing.T) {
+	f := newFixture(t)
+	ship, err := idem.Function(f.store, func(ctx context.Context, in shipTask) (shipped, error) {
+		idem.TxFrom(ctx).Add(f.orderPut("shipper", in.OrderID, "shipped"), nil)
+		idem.TxFrom(ctx).Add(f.orderPut("shipper", in.OrderID+"-label", "label"), nil)
+		return shipped{TrackingID: "trk-" + in.OrderID, Items: in.Items}, nil
+	}, func(o *idem.FunctionOptions[shipTask]) {
+		o.Scope, o.PassThrough = "shipper", true
+		o.Key = func(in shipTask) string { return in.ExecutionID }
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out shipped
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				t.Fatalf("pass-through panicked: %v", p)
+			}
+		}()
+		out, err = ship(context.Background(), shipTask{OrderID: "o-9", Items: 2})
+	}()
+	if err != nil || out.TrackingID != "trk-o-9" || f.order("shipper", "o-9") == nil || f.order("shipper", "o-9-label") == nil {
+		t.Fatalf("pass-through = %+v, %v; want the result and both writes committed", out, err)
+	}
+	if f.items() != 0 {
+		t.Fatalf("pass-through wrote %d idempotency records, want none", f.items())
+	}
+	// Its writes are one transaction: a failed condition commits neither.
+	if _, err := ship(context.Background(), shipTask{OrderID: "o-9", Items: 2}); !errors.Is(err, idem.ErrWriteConditionFailed) {
+		t.Fatalf("the same writes again: %v, want ErrWriteConditionFailed", err)
+	}
+}
+
 // The middleware's own cases: the handler's writes commit with its
 // response, the ServeMux pattern's path values are part of the request,
 // cookies are replayed, and a 5xx is not stored.

@@ -6,14 +6,16 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 )
 
 // MessageHandler processes one message, adding its writes to tx so that
-// they commit with the processed marker. An error leaves the message
-// unprocessed, to be delivered again.
+// they commit with the processed marker. An error, or a panic, leaves the
+// message unprocessed, to be delivered again; a panic fails its own
+// message only, as an error carrying the panic's value and stack.
 type MessageHandler func(ctx context.Context, msg events.SQSMessage, tx *Tx) error
 
 // SQSOptions configure Store.SQS.
@@ -81,7 +83,7 @@ func (s *Store) processMessage(ctx context.Context, o *SQSOptions, h MessageHand
 		return err
 	}
 	_, err = s.Do(ctx, Request{Scope: o.Scope, Key: id, Fingerprint: fp}, func(ctx context.Context, tx *Tx) (Response, error) {
-		if err := h(ctx, msg, tx); err != nil {
+		if err := contained(func() error { return h(ctx, msg, tx) }); err != nil {
 			return Response{}, err
 		}
 		return Response{StatusCode: http.StatusOK}, nil
@@ -114,7 +116,8 @@ type EventHandler func(ctx context.Context, ev events.CloudWatchEvent, tx *Tx) e
 // EventBridge wraps h for an EventBridge-triggered Lambda: each event is
 // processed once per event id under scope (the consumer's name), its writes
 // committed with the processed marker. A duplicate delivery returns nil; a
-// failure returns the error, so that Lambda retries the event.
+// failure returns the error, so that Lambda retries the event; a panic in
+// h is returned as an error too, its lease lapsed.
 func (s *Store) EventBridge(scope string, h EventHandler) (func(ctx context.Context, ev events.CloudWatchEvent) error, error) {
 	if err := validateScope(scope); err != nil {
 		return nil, fmt.Errorf("%w: %w: the scope names the consumer", ErrInvalidOptions, err)
@@ -125,7 +128,7 @@ func (s *Store) EventBridge(scope string, h EventHandler) (func(ctx context.Cont
 			return err
 		}
 		_, err = s.Do(ctx, Request{Scope: scope, Key: ev.ID, Fingerprint: fp}, func(ctx context.Context, tx *Tx) (Response, error) {
-			if err := h(ctx, ev, tx); err != nil {
+			if err := contained(func() error { return h(ctx, ev, tx) }); err != nil {
 				return Response{}, err
 			}
 			return Response{StatusCode: http.StatusOK}, nil
@@ -135,4 +138,16 @@ func (s *Store) EventBridge(scope string, h EventHandler) (func(ctx context.Cont
 		}
 		return err
 	}, nil
+}
+
+// contained runs h, turning a panic into an error with the panic's value
+// and stack: a panicking message fails alone instead of taking its batch
+// down with it, and the Do around it lapses its lease as for any error.
+func contained(h func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("idem: the handler panicked: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return h()
 }

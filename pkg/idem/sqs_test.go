@@ -1,11 +1,14 @@
 package idem_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -43,8 +46,12 @@ func (f *fixture) times(id string) int {
 func (f *fixture) consumer(optFns ...func(*idem.SQSOptions)) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	f.t.Helper()
 	h, err := f.newStore().SQS(func(ctx context.Context, msg events.SQSMessage, tx *idem.Tx) error {
-		if msg.Body == "poison" {
+		switch msg.Body {
+		case "poison":
 			return errors.New("cannot parse")
+		case "panic":
+			var m map[string]int
+			m["boom"]++ // a nil map: the handler's own bug
 		}
 		tx.Add(f.count(msg.Body), nil)
 		return nil
@@ -139,6 +146,43 @@ func TestPoisonMessageFailsAlone(t *testing.T) {
 	}
 }
 
+// TestPanickingMessageFailsAlone: a handler that panics on one message
+// fails that message alone, reported as a batch item failure with its lease
+// lapsed (its redelivery runs at once, not after the lease); the others are
+// processed once, and the panic never leaves the Lambda handler.
+func TestPanickingMessageFailsAlone(t *testing.T) {
+	f := newFixture(t)
+	var buf bytes.Buffer
+	handle := f.consumer(func(o *idem.SQSOptions) { o.Logger = slog.New(slog.NewJSONHandler(&buf, nil)) })
+	batch := events.SQSEvent{Records: []events.SQSMessage{message("a", "order-a"), message("p", "panic"), message("c", "order-c")}}
+	for attempt := range 2 {
+		var resp events.SQSEventResponse
+		var err error
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Fatalf("attempt %d: the panic left the handler: %v", attempt, p)
+				}
+			}()
+			resp, err = handle(context.Background(), batch)
+		}()
+		if got := failedIDs(resp); err != nil || len(got) != 1 || got[0] != "p" {
+			t.Fatalf("attempt %d: failures %v, %v; want only the panicking message", attempt, got, err)
+		}
+	}
+	for _, id := range []string{"order-a", "order-c"} {
+		if got := f.times(id); got != 1 {
+			t.Errorf("%s took effect %d times, want 1", id, got)
+		}
+	}
+	if n, ok := f.record("projector", "p")["lease_until"].(*types.AttributeValueMemberN); !ok || n.Value != "0" {
+		t.Fatalf("the panicking message's lease_until = %v, want 0 (lapsed)", n)
+	}
+	if !strings.Contains(buf.String(), "panic") || !strings.Contains(buf.String(), `"message_id":"p"`) {
+		t.Fatalf("log %s: want the panic logged with its message", buf.String())
+	}
+}
+
 func TestCrashBeforeAcknowledgementThenRedelivery(t *testing.T) {
 	f := newFixture(t)
 	batch := events.SQSEvent{Records: []events.SQSMessage{message("a", "order-a"), message("b", "order-b")}}
@@ -222,6 +266,41 @@ func TestEventBridgeEventsTakeEffectOnce(t *testing.T) {
 		if err := handle(context.Background(), ev); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if got := f.times("evt-" + ev.ID); got != 1 {
+		t.Fatalf("event took effect %d times", got)
+	}
+}
+
+// TestPanickingEventIsAnError: an EventBridge handler that panics returns an
+// error carrying the panic (so Lambda retries the event), its lease lapsed;
+// the retry runs at once and takes effect once.
+func TestPanickingEventIsAnError(t *testing.T) {
+	f := newFixture(t)
+	var calls int
+	handle, err := f.store.EventBridge("projector", func(ctx context.Context, ev events.CloudWatchEvent, tx *idem.Tx) error {
+		if calls++; calls == 1 {
+			panic("first delivery")
+		}
+		tx.Add(f.count("evt-"+ev.ID), nil)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := events.CloudWatchEvent{ID: "ev-panic", Source: "orders", DetailType: "OrderCreated", Detail: []byte(`{}`)}
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				t.Fatalf("the panic left the handler: %v", p)
+			}
+		}()
+		if err := handle(context.Background(), ev); err == nil || !strings.Contains(err.Error(), "first delivery") {
+			t.Fatalf("the panicking delivery: %v, want an error carrying the panic", err)
+		}
+	}()
+	if err := handle(context.Background(), ev); err != nil {
+		t.Fatalf("the retry: %v, want it run at once (the lease lapsed)", err)
 	}
 	if got := f.times("evt-" + ev.ID); got != 1 {
 		t.Fatalf("event took effect %d times", got)
