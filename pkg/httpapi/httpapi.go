@@ -113,11 +113,16 @@ func HeaderValue(headers map[string]string, name string) (string, bool) {
 
 // ClaimStrings renders a JWT's claims as API Gateway's HTTP API hands them
 // to a function (requestContext.authorizer.jwt.claims): every value a
-// string, a number in its shortest decimal form.
+// string, a number in its shortest decimal form. A claim whose value is
+// null is left out, as API Gateway leaves it out: a token whose sub is null
+// names no caller. (API Gateway developer guide, "Control access to HTTP
+// APIs with JWT authorizers", http-api-jwt-authorizer.html.)
 func ClaimStrings(claims map[string]any) map[string]string {
 	out := make(map[string]string, len(claims))
 	for k, v := range claims {
 		switch v := v.(type) {
+		case nil:
+			continue
 		case string:
 			out[k] = v
 		case float64:

@@ -64,6 +64,7 @@ func TestUnverifiedClaimsUnderTheSAMCLI(t *testing.T) {
 		{"not a JWT", samEvent(map[string]string{"Authorization": "Bearer not-a-jwt"}), 401, ""},
 		{"another scheme", samEvent(map[string]string{"Authorization": "Basic " + tok}), 401, ""},
 		{"a token without the claim", samEvent(map[string]string{"Authorization": "Bearer " + token(t, jwt.MapClaims{"email": "a@b.c"})}), 401, ""},
+		{"a token whose claim is null", samEvent(map[string]string{"Authorization": "Bearer " + token(t, jwt.MapClaims{"sub": nil})}), 401, ""},
 	}
 	t.Setenv(EnvVar, "true")
 	h := Serve(whoami, "sub", slog.New(slog.DiscardHandler))
