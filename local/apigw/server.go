@@ -2,6 +2,7 @@ package apigw
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -82,6 +83,9 @@ func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request, route templa
 	claims, err := s.auth.Verify(r.Header.Get("Authorization"))
 	if err != nil {
 		s.log.Info("api: unauthorized", "route", route.Method+" "+route.Path, "reason", err.Error())
+		if !errors.Is(err, errNoToken) {
+			w.Header().Set("www-authenticate", challenge(err))
+		}
 		writeMessage(w, http.StatusUnauthorized, "Unauthorized")
 		return
 	}

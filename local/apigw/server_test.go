@@ -3,6 +3,7 @@ package apigw_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,6 +37,10 @@ func TestAuthorizerRefusesBadTokens(t *testing.T) {
 		"malformed":      "Bearer not.a.jwt",
 		"wrongly signed": "Bearer " + sign("another-secret-0123456789abcdef", valid(), jwt.SigningMethodHS256),
 		"expired":        "Bearer " + sign(string(auth.Secret), with("exp", time.Now().Add(-time.Minute).Unix()), jwt.SigningMethodHS256),
+		"not yet valid":  "Bearer " + sign(string(auth.Secret), with("nbf", time.Now().Add(time.Minute).Unix()), jwt.SigningMethodHS256),
+		"issued later":   "Bearer " + sign(string(auth.Secret), with("iat", time.Now().Add(time.Minute).Unix()), jwt.SigningMethodHS256),
+		"no issuer":      "Bearer " + sign(string(auth.Secret), without("iss"), jwt.SigningMethodHS256),
+		"no audience":    "Bearer " + sign(string(auth.Secret), without("aud"), jwt.SigningMethodHS256),
 		"no expiry":      "Bearer " + sign(string(auth.Secret), without("exp"), jwt.SigningMethodHS256),
 		"other issuer":   "Bearer " + sign(string(auth.Secret), with("iss", "https://evil.test"), jwt.SigningMethodHS256),
 		"other audience": "Bearer " + sign(string(auth.Secret), with("aud", "someone-else"), jwt.SigningMethodHS256),
@@ -66,8 +71,10 @@ func TestAuthorizerRefusesBadTokens(t *testing.T) {
 		}
 		w := httptest.NewRecorder()
 		srv.ServeHTTP(w, r)
-		if w.Code != http.StatusUnauthorized {
-			t.Errorf("%s: %d %s, want 401", name, w.Code, w.Body)
+		// A refused token is told why; a request without one is not.
+		challenged := strings.HasPrefix(w.Header().Get("www-authenticate"), `Bearer scope="" error="invalid_token" error_description="`)
+		if w.Code != http.StatusUnauthorized || w.Body.String() != `{"message":"Unauthorized"}` || challenged != (header != "") {
+			t.Errorf("%s: %d %s, www-authenticate %q; want 401", name, w.Code, w.Body, w.Header().Get("www-authenticate"))
 		}
 	}
 }

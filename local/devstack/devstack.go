@@ -183,7 +183,7 @@ func (s *Stack) startAPI(tpl *template.Template, o Options) error {
 	}
 	secret := make([]byte, 32)
 	rand.Read(secret)
-	s.Auth = &apigw.Authorizer{Secret: secret, Issuer: Issuer, Audience: Audience}
+	s.Auth = &apigw.Authorizer{Secret: secret, Issuer: Issuer, Audiences: []string{Audience}}
 	if s.API, err = apigw.New(emulator, fns, s.Auth, o.Concurrency, o.Log); err != nil {
 		return err
 	}
@@ -240,7 +240,7 @@ func AuthorizerFromVars(vars map[string]string) (*apigw.Authorizer, error) {
 	if err != nil || len(secret) == 0 {
 		return nil, fmt.Errorf("no %sJWT_SECRET in %s", LocalVar, EnvFile)
 	}
-	return &apigw.Authorizer{Secret: secret, Issuer: Issuer, Audience: Audience}, nil
+	return &apigw.Authorizer{Secret: secret, Issuer: Issuer, Audiences: []string{Audience}}, nil
 }
 
 func (o *Options) defaults() (err error) {

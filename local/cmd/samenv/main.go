@@ -79,6 +79,6 @@ Ctrl-C stops the engine and the simulator.
 func devToken() (string, error) {
 	secret := make([]byte, 32)
 	rand.Read(secret)
-	a := &apigw.Authorizer{Secret: secret, Issuer: devstack.Issuer, Audience: devstack.Audience}
+	a := &apigw.Authorizer{Secret: secret, Issuer: devstack.Issuer, Audiences: []string{devstack.Audience}}
 	return a.Token("user-demo-1", 24*time.Hour)
 }
