@@ -3,6 +3,7 @@ package idem
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -70,6 +71,9 @@ func (s *Store) claim(ctx context.Context, c *call, seen *record) (*lease, *reco
 			return l, nil, nil // this claim landed; only its answer was lost
 		}
 		return nil, got, nil
+	}
+	if errors.Is(err, ErrMisconfigured) {
+		return nil, nil, err // refused for the table itself: nothing landed
 	}
 	// An earlier send may have landed (its answer lost, and a later one
 	// refused or conflicting): hand the lease back at once rather than leave

@@ -147,6 +147,10 @@ func (s *Store) commit(ctx context.Context, c completion, resp Response) outcome
 		return s.cancelled(ctx, c, cancelled.CancellationReasons, err)
 	case refused(err):
 		return outcome{err: fmt.Errorf("%w: DynamoDB refused the writes: %w", ErrInvalidWrite, err)}
+	case errors.Is(err, ErrMisconfigured):
+		// A business write's table may be the misconfigured one: it is
+		// the same refusal, of every send, so nothing landed.
+		return outcome{err: err}
 	}
 	return outcome{err: fmt.Errorf("idem: commit: %w", err), unknown: true}
 }

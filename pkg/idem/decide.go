@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -112,6 +113,18 @@ func (c *call) busy(seen *record) error {
 	c.log.Info("idem", "outcome", "in_progress")
 	c.observe(OutcomeInProgress)
 	return &InProgressError{RetryAfter: retry}
+}
+
+// claimFailed ends a call whose claim failed: logged and reported, as a
+// key in progress where the claim met a transaction in flight.
+func (c *call) claimFailed(err error) (Result, error) {
+	outcome := OutcomeFailed
+	if errors.Is(err, ErrInProgress) {
+		outcome = OutcomeInProgress
+	}
+	c.log.Warn("idem", "outcome", string(outcome), "error", err.Error())
+	c.observe(outcome)
+	return Result{}, err
 }
 
 // finish logs, reports and returns what a commit under token came to;

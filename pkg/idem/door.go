@@ -33,6 +33,8 @@ type Parse[B any] func(body []byte) (B, *httpapi.Refusal)
 // Handler is a front door's handler: it gets the checked request, adds its
 // business writes to tx, and returns the front door's own response type.
 // An error lapses the lease (see Work); a *TransientError names its status.
+// A response with a final 5xx status is not stored either, on every door:
+// it goes back as it is, the lease lapsed, and the retry runs h again.
 type Handler[E, B, R any] func(ctx context.Context, req Req[E, B], tx *Tx) (R, error)
 
 // DoorOptions configure the Lambda front doors other than the HTTP API
@@ -149,9 +151,18 @@ func (s *Store) serve(ctx context.Context, in inbound, o doorConfig, check func(
 	}
 	ctx = context.WithValue(context.WithValue(ctx, scopeKey{}, in.scope), keyKey{}, key)
 	res, err := do(ctx, Request{Scope: in.scope, Key: key, Fingerprint: fp}, func(ctx context.Context, tx *Tx) (Response, error) {
-		return work(context.WithValue(ctx, txKey{}, tx), key, tx)
+		resp, err := work(context.WithValue(ctx, txKey{}, tx), key, tx)
+		if err == nil && resp.StatusCode >= 500 {
+			// The handler's own final 5xx is a transient failure on
+			// every door: not stored, the lease lapsed, sent back as is.
+			return Response{}, &failedResponse{resp: resp}
+		}
+		return resp, err
 	})
 	if err != nil {
+		if errors.Is(err, ErrMisconfigured) {
+			o.logger.Error("idem: misconfigured", "error", err.Error())
+		}
 		return errorResponse(err)
 	}
 	if res.Replayed {
@@ -226,7 +237,18 @@ func errorResponse(err error) Response {
 	case errors.Is(err, ErrInvalidKey):
 		return problemResponse(httpapi.NewProblem(http.StatusBadRequest, "idempotency_key_invalid", err.Error()), "")
 	case errors.As(err, &transient):
-		return problemResponse(httpapi.NewProblem(transient.StatusCode, transient.Code, "a dependency failed; retry with the same Idempotency-Key"), retryAfter(transient.RetryAfter))
+		status := transient.StatusCode
+		if status < 500 || status > 599 {
+			status = http.StatusServiceUnavailable // a retry's status, whatever was set
+		}
+		return problemResponse(httpapi.NewProblem(status, transient.Code, "a dependency failed; retry with the same Idempotency-Key"), retryAfter(transient.RetryAfter))
+	case errors.Is(err, ErrMisconfigured):
+		// The table is missing or the role may not use it: no retry gets
+		// past that until someone fixes the configuration.
+		return problemResponse(httpapi.NewProblem(http.StatusInternalServerError, "misconfigured", "the service cannot reach its idempotency store; nothing was done"), "")
+	case errors.Is(err, ErrWriteConditionFailed):
+		// The same writes would meet the same condition on a retry.
+		return problemResponse(httpapi.NewProblem(http.StatusInternalServerError, "write_condition_failed", "the operation's writes conflict with what is stored; nothing was done"), "")
 	case errors.Is(err, ErrResponseTooLarge), errors.Is(err, ErrItemTooLarge),
 		errors.Is(err, ErrTooManyWrites), errors.Is(err, ErrTransactionTooLarge):
 		return problemResponse(httpapi.NewProblem(http.StatusInternalServerError, "result_too_large", "the result exceeds what can be stored; nothing was done"), "")

@@ -71,7 +71,7 @@ var notReplayed = map[string]bool{
 
 // TransientError is a failure the client should retry: the handler returns
 // it, the lease is lapsed and nothing is stored, and the adapter answers
-// StatusCode (a 5xx) with Retry-After.
+// StatusCode with Retry-After (503 when StatusCode is not a 5xx).
 type TransientError struct {
 	StatusCode int
 	RetryAfter time.Duration

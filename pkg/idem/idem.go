@@ -38,6 +38,13 @@ var (
 	ErrInvalidWrite        = errors.New("idem: invalid business write")
 
 	ErrInvalidOptions = errors.New("idem: invalid options")
+
+	// ErrMisconfigured is returned when DynamoDB refuses the table itself:
+	// it does not exist (ResourceNotFoundException) or the role may not use
+	// it (AccessDeniedException, an unrecognised client). A definite
+	// failure, never settled as an unknown outcome: the same call would be
+	// refused again until the configuration is fixed.
+	ErrMisconfigured = errors.New("idem: the idempotency table cannot be used as configured")
 )
 
 // InProgressError is returned while another request holds the key.
@@ -159,7 +166,7 @@ func New(db DynamoDBAPI, table string, optFns ...func(*Options)) (*Store, error)
 		// its holder runs.
 		return nil, fmt.Errorf("%w: lease %v is not shorter than the shortest TTL, %v", ErrInvalidOptions, o.Lease, MinTTL)
 	}
-	return &Store{db: db, table: table, opts: o, cache: newResponseCache(o.Cache)}, nil
+	return &Store{db: guarded{db, table}, table: table, opts: o, cache: newResponseCache(o.Cache)}, nil
 }
 
 // Request identifies one logical operation.
@@ -222,7 +229,7 @@ func (s *Store) Do(ctx context.Context, req Request, work Work) (Result, error) 
 			}
 			l, lost, err := s.claim(ctx, c, seen)
 			if err != nil {
-				return Result{}, err
+				return c.claimFailed(err)
 			}
 			if l != nil {
 				return s.run(ctx, c, l, work)

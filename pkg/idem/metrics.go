@@ -24,12 +24,12 @@ const (
 	// OutcomeLapsed: the work or its commit failed and the lease was handed
 	// back, so that the request's retry runs the work again.
 	OutcomeLapsed Outcome = "lapsed"
-	// OutcomeFailed: DoAtomic's commit failed; nothing was written and
-	// there was no lease to hand back.
+	// OutcomeFailed: the claim failed (the table refused it, or its outcome
+	// was unknown and its lease lapsed), or DoAtomic's commit failed; no
+	// lease was held to hand back.
 	OutcomeFailed Outcome = "failed"
-	// OutcomeCacheHit: a response answered from a cache in front of the
-	// table, without a call to DynamoDB. The Store itself never reports it;
-	// a cache layered on it does.
+	// OutcomeCacheHit: a response answered from the Store's cache
+	// (Options.Cache), without a call to DynamoDB.
 	OutcomeCacheHit Outcome = "cache_hit"
 )
 

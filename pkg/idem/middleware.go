@@ -59,11 +59,7 @@ func (s *Store) Middleware(optFns ...func(*MiddlewareOptions)) func(http.Handler
 				r2 := r.WithContext(ctx)
 				r2.Body = io.NopCloser(bytes.NewReader(in.body))
 				next.ServeHTTP(rec, r2)
-				out := rec.response()
-				if out.StatusCode >= 500 {
-					return Response{}, &failedResponse{resp: out}
-				}
-				return out, nil
+				return rec.response(), nil // a 5xx is not stored (serve)
 			})
 			writeHTTP(w, resp)
 		})
@@ -113,8 +109,10 @@ type recorder struct {
 
 func (rec *recorder) Header() http.Header { return rec.header }
 
+// WriteHeader keeps the final status: a 1xx (103 Early Hints, say) is
+// interim (RFC 9110 §15.2), neither stored nor sent on.
 func (rec *recorder) WriteHeader(status int) {
-	if rec.status == 0 {
+	if rec.status == 0 && status >= 200 {
 		rec.status = status
 	}
 }
@@ -125,6 +123,9 @@ func (rec *recorder) Write(b []byte) (int, error) {
 }
 
 func (rec *recorder) response() Response {
+	if rec.status == 0 {
+		rec.status = http.StatusOK // as net/http sends a handler that wrote nothing
+	}
 	multi := map[string][]string(rec.header)
 	if rec.header.Get("Content-Type") == "" && rec.body.Len() > 0 {
 		multi = maps.Clone(multi)

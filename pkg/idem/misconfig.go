@@ -1,0 +1,68 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go"
+)
+
+// guarded is the Store's DynamoDB client: every error that says the table
+// itself cannot be used becomes ErrMisconfigured, naming the table, so that
+// no path takes it for a fault that a retry could get past.
+type guarded struct {
+	api   DynamoDBAPI
+	table string
+}
+
+// misconfigured are the error codes by which DynamoDB refuses the table or
+// the caller rather than one request.
+var misconfigured = map[string]bool{
+	"ResourceNotFoundException":           true,
+	"AccessDeniedException":               true,
+	"UnrecognizedClientException":         true,
+	"MissingAuthenticationTokenException": true,
+	"InvalidSignatureException":           true,
+}
+
+// check costs a nil comparison on a call that succeeded: the errors.As
+// target lives in refusal, which only a failed call reaches.
+func (g guarded) check(err error, writes bool) error {
+	if err == nil {
+		return nil
+	}
+	return g.refusal(err, writes)
+}
+
+func (g guarded) refusal(err error, writes bool) error {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) || !misconfigured[ae.ErrorCode()] {
+		return err
+	}
+	if writes {
+		return fmt.Errorf("%w: table %q or a table of the business writes: %s: %w", ErrMisconfigured, g.table, ae.ErrorCode(), err)
+	}
+	return fmt.Errorf("%w: table %q: %s: %w", ErrMisconfigured, g.table, ae.ErrorCode(), err)
+}
+
+func (g guarded) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	out, err := g.api.PutItem(ctx, in, o...)
+	return out, g.check(err, false)
+}
+
+func (g guarded) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	out, err := g.api.GetItem(ctx, in, o...)
+	return out, g.check(err, false)
+}
+
+func (g guarded) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	out, err := g.api.UpdateItem(ctx, in, o...)
+	return out, g.check(err, false)
+}
+
+func (g guarded) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	out, err := g.api.TransactWriteItems(ctx, in, o...)
+	return out, g.check(err, true)
+}
