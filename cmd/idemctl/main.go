@@ -6,10 +6,13 @@
 //	idemctl lapse  -table T -scope S -key K -reason "why"
 //	idemctl delete -table T -scope S -key K -completed -reason "why"
 //	idemctl check  -table T
+//	idemctl help [command]    (or -h, after a command too)
 //
-// It uses the ordinary AWS configuration (profile, Region, credentials);
-// DYNAMODB_ENDPOINT, or -endpoint, points it at a local engine. Every
-// change is logged as a JSON line on stderr with the operator and reason.
+// It uses the ordinary AWS configuration (profile, Region, credentials),
+// and says so when it finds no credentials; DYNAMODB_ENDPOINT, or
+// -endpoint, points it at a local engine. Every change is logged as a JSON
+// line on stderr with the operator and reason. Help exits 0, a wrong
+// command line 2, a failure 1.
 package main
 
 import (
@@ -20,11 +23,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemkeys/idem/pkg/idem"
 )
@@ -40,63 +40,144 @@ func main() {
 	os.Exit(run(context.Background(), os.Args[1:], connect, os.Stdout, os.Stderr))
 }
 
-// connect builds the client from the AWS configuration, on endpoint if set.
-func connect(ctx context.Context, endpoint string) (client, error) {
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("load AWS config: %w", err)
-	}
-	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
-		if endpoint != "" {
-			o.BaseEndpoint = aws.String(endpoint)
-		}
-	}), nil
-}
-
-// opts are the flags every subcommand shares.
+// opts are the flags of the subcommands; each takes the ones it names.
 type opts struct {
 	table, scope, key, reason, endpoint, operator string
 	body, completed                               bool
 }
 
-const usage = "usage: idemctl show|lapse|delete|check -table T [-scope S -key K] [-body] [-reason R] [-completed]"
+// command is one subcommand: its name, its synopsis, its line in the
+// usage, and the flags it takes.
+type command struct {
+	name, synopsis, summary string
+	flags                   []string
+}
+
+var commands = []command{
+	{"show", "-table T -scope S -key K [-body]",
+		"print a key's record: status, attempts, lease left, the stored response (its body with -body)",
+		[]string{"table", "scope", "key", "body", "endpoint"}},
+	{"lapse", "-table T -scope S -key K -reason R",
+		"end the lease of a holder known to be dead: the next retry of its request takes the key over",
+		[]string{"table", "scope", "key", "reason", "operator", "endpoint"}},
+	{"delete", "-table T -scope S -key K -completed -reason R",
+		"delete a completed key: the next request under it runs the work again",
+		[]string{"table", "scope", "key", "completed", "reason", "operator", "endpoint"}},
+	{"check", "-table T",
+		"check a deployed table: key schema, TTL, on-demand billing, point-in-time recovery, one Region",
+		[]string{"table", "endpoint"}},
+}
+
+func lookup(name string) *command {
+	for i := range commands {
+		if commands[i].name == name {
+			return &commands[i]
+		}
+	}
+	return nil
+}
+
+// usage is idemctl's help: every subcommand with its line.
+func usage() string {
+	var b strings.Builder
+	b.WriteString("idemctl is the operator's tool for an idempotency table.\n\nusage: idemctl <command> [flags]\n\ncommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-7s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(&b, "  %-7s %s\n", "help", "print this help, or a command's: idemctl help <command>")
+	b.WriteString("\nRun \"idemctl <command> -h\" for a command's flags. The AWS configuration is the\n" +
+		"ordinary one (AWS_PROFILE, AWS_REGION, credentials); DYNAMODB_ENDPOINT or\n" +
+		"-endpoint points idemctl at a local engine.\n")
+	return b.String()
+}
+
+// flagSet is c's flags, bound to o. It prints nothing: run says what is
+// wrong and prints the help where it belongs.
+func (c *command) flagSet(o *opts) *flag.FlagSet {
+	fs := flag.NewFlagSet("idemctl "+c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	for _, name := range c.flags {
+		switch name {
+		case "table":
+			fs.StringVar(&o.table, name, os.Getenv("IDEMPOTENCY_TABLE"), "the idempotency table (default $IDEMPOTENCY_TABLE)")
+		case "scope":
+			fs.StringVar(&o.scope, name, "", "the key's scope: the caller it belongs to")
+		case "key":
+			fs.StringVar(&o.key, name, "", "the Idempotency-Key")
+		case "reason":
+			fs.StringVar(&o.reason, name, "", "why: logged with the change")
+		case "endpoint":
+			fs.StringVar(&o.endpoint, name, os.Getenv("DYNAMODB_ENDPOINT"), "a local DynamoDB engine (default $DYNAMODB_ENDPOINT)")
+		case "operator":
+			fs.StringVar(&o.operator, name, os.Getenv("USER"), "who runs this, for the log (default $USER)")
+		case "body":
+			fs.BoolVar(&o.body, name, false, "print the stored response's body too")
+		case "completed":
+			fs.BoolVar(&o.completed, name, false, "required: says the key is done and may be used again (only a completed key is deleted)")
+		}
+	}
+	return fs
+}
+
+// help prints c's synopsis, its line and its flags.
+func (c *command) help(w io.Writer) {
+	fs := c.flagSet(&opts{})
+	fmt.Fprintf(w, "usage: idemctl %s %s\n\n%s\n\nflags:\n", c.name, c.synopsis, c.summary)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
 
 func run(ctx context.Context, args []string, dial func(context.Context, string) (client, error), stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, usage)
+		fmt.Fprint(stderr, usage())
 		return 2
 	}
-	cmd := args[0]
-	var o opts
-	fs := flag.NewFlagSet("idemctl "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&o.table, "table", os.Getenv("IDEMPOTENCY_TABLE"), "the idempotency table (default $IDEMPOTENCY_TABLE)")
-	fs.StringVar(&o.scope, "scope", "", "the key's scope: the caller it belongs to")
-	fs.StringVar(&o.key, "key", "", "the Idempotency-Key")
-	fs.StringVar(&o.reason, "reason", "", "why: logged with every change")
-	fs.StringVar(&o.endpoint, "endpoint", os.Getenv("DYNAMODB_ENDPOINT"), "a local DynamoDB engine (default $DYNAMODB_ENDPOINT)")
-	fs.StringVar(&o.operator, "operator", os.Getenv("USER"), "who runs this, for the log (default $USER)")
-	fs.BoolVar(&o.body, "body", false, "show: print the stored response's body too")
-	fs.BoolVar(&o.completed, "completed", false, "delete: required; only a completed key is deleted")
-	if err := fs.Parse(args[1:]); err != nil {
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		if args[0] != "help" || len(args) == 1 {
+			fmt.Fprint(stdout, usage())
+			return 0
+		}
+		if c := lookup(args[1]); c != nil {
+			c.help(stdout)
+			return 0
+		}
+		fmt.Fprintf(stderr, "idemctl: unknown command %q\n\n%s", args[1], usage())
 		return 2
+	}
+	c := lookup(args[0])
+	if c == nil {
+		fmt.Fprintf(stderr, "idemctl: unknown command %q\n\n%s", args[0], usage())
+		return 2
+	}
+	var o opts
+	fs := c.flagSet(&o)
+	switch err := fs.Parse(args[1:]); {
+	case errors.Is(err, flag.ErrHelp):
+		c.help(stdout)
+		return 0
+	case err != nil:
+		return misuse(c, stderr, err.Error())
+	case fs.NArg() > 0:
+		return misuse(c, stderr, fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
 	}
 	if o.table == "" {
-		fmt.Fprintln(stderr, "idemctl: -table is required")
-		return 2
+		return misuse(c, stderr, "-table is required")
 	}
 	db, err := dial(ctx, o.endpoint)
 	if err != nil {
 		fmt.Fprintln(stderr, "idemctl:", err)
 		return 1
 	}
-	if cmd == "check" {
+	if c.name == "check" {
 		return check(ctx, db, o.table, stdout)
 	}
-	err = record(ctx, cmd, db, o, stdout, stderr)
+	err = record(ctx, c.name, db, o, stdout, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "idemctl:", err)
 		if errors.Is(err, errUsage) {
+			fmt.Fprintln(stderr)
+			c.help(stderr)
 			return 2
 		}
 		return 1
@@ -104,7 +185,15 @@ func run(ctx context.Context, args []string, dial func(context.Context, string) 
 	return 0
 }
 
-var errUsage = errors.New(usage)
+// misuse says what is wrong with the command line, then c's help.
+func misuse(c *command, stderr io.Writer, what string) int {
+	fmt.Fprintf(stderr, "idemctl %s: %s\n\n", c.name, what)
+	c.help(stderr)
+	return 2
+}
+
+// errUsage marks an error in the command line: the exit code is 2.
+var errUsage = errors.New("see idemctl <command> -h")
 
 // record runs the subcommands on one key's record.
 func record(ctx context.Context, cmd string, db client, o opts, stdout, stderr io.Writer) error {
@@ -125,7 +214,10 @@ func record(ctx context.Context, cmd string, db client, o opts, stdout, stderr i
 		show(stdout, rec, o.body, time.Now())
 		return nil
 	case "lapse":
-		if err := store.Lapse(ctx, rec, o.reason); err != nil {
+		if err := store.Lapse(ctx, rec, o.reason); errors.Is(err, idem.ErrCompleted) {
+			return fmt.Errorf("%w: it has its answer, which every retry gets, and a lapse undoes nothing; "+
+				"to have its request run again, delete it: idemctl delete -table %s -scope %q -key %q -completed -reason \"why\"", err, o.table, o.scope, o.key)
+		} else if err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "lapsed %s (attempt %d): the next retry of its request takes it over\n", rec.KeyHash, rec.Attempts)

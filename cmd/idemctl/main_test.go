@@ -5,7 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -36,7 +40,11 @@ func newCtl(t *testing.T) *ctl {
 func (c *ctl) run(args ...string) (int, string, string) {
 	var out, errs bytes.Buffer
 	dial := func(context.Context, string) (client, error) { return c.db, nil }
-	args = append([]string{args[0], "-table", c.table, "-operator", "ops-alice"}, args[1:]...)
+	head := []string{args[0], "-table", c.table}
+	if args[0] == "lapse" || args[0] == "delete" { // the commands that change a record log who
+		head = append(head, "-operator", "ops-alice")
+	}
+	args = append(head, args[1:]...)
 	code := run(context.Background(), args, dial, &out, &errs)
 	return code, out.String(), errs.String()
 }
@@ -103,8 +111,9 @@ func TestLapseAndDeleteAreRefusedOrLoggedAsTheyShouldBe(t *testing.T) {
 	if err := c.do("bob", "k-1", created); err != nil {
 		t.Fatalf("the retry after the lapse: %v", err)
 	}
-	if code, _, errs := c.run("lapse", "-scope", "bob", "-key", "k-1", "-reason", "again"); code != 1 || !strings.Contains(errs, "completed") {
-		t.Fatalf("lapse of a completed key = %d %s", code, errs)
+	if code, _, errs := c.run("lapse", "-scope", "bob", "-key", "k-1", "-reason", "again"); code != 1 || !strings.Contains(errs, "completed") ||
+		!strings.Contains(errs, `idemctl delete -table `+c.table+` -scope "bob" -key "k-1" -completed -reason`) {
+		t.Fatalf("lapse of a completed key = %d %s: want it refused, naming delete -completed", code, errs)
 	}
 	if code, _, _ := c.run("delete", "-scope", "bob", "-key", "k-1", "-reason", "resend"); code != 2 {
 		t.Fatalf("delete without -completed = %d, want 2", code)
@@ -201,4 +210,155 @@ func TestCheckFlagsAGlobalTable(t *testing.T) {
 	if strings.Join(failed, ",") != "TTL on expires_at,point-in-time recovery,single Region (not a global table)" {
 		t.Fatalf("failed %v", failed)
 	}
+}
+
+// noDial fails the test if idemctl connects: help needs no table.
+func noDial(t *testing.T) func(context.Context, string) (client, error) {
+	return func(context.Context, string) (client, error) {
+		t.Error("idemctl connected to print help")
+		return nil, errors.New("no")
+	}
+}
+
+func TestHelpPrintsTheUsageAndExitsZero(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"-help"}, {"help"}} {
+		var out, errs bytes.Buffer
+		code := run(context.Background(), args, noDial(t), &out, &errs)
+		if code != 0 || errs.Len() != 0 {
+			t.Fatalf("idemctl %v = %d, stderr %q: want 0 and nothing on stderr", args, code, errs.String())
+		}
+		for _, want := range []string{"idemctl <command> [flags]", "\n  show ", "\n  lapse ", "\n  delete ", "\n  check ", "\n  help ", `"idemctl <command> -h"`, "DYNAMODB_ENDPOINT"} {
+			if !strings.Contains(out.String(), want) {
+				t.Fatalf("idemctl %v printed\n%s\nwant %q", args, out.String(), want)
+			}
+		}
+		for _, c := range commands {
+			if !strings.Contains(out.String(), "\n  "+c.name+" ") || !strings.Contains(out.String(), " "+c.summary+"\n") {
+				t.Fatalf("idemctl %v printed\n%s\nwithout the line of %s", args, out.String(), c.name)
+			}
+		}
+	}
+}
+
+func TestCommandHelpPrintsItsFlagsAndExitsZero(t *testing.T) {
+	cases := []struct {
+		cmd      string
+		has, not []string
+	}{
+		{"show", []string{"usage: idemctl show -table T -scope S -key K [-body]", "-table", "-scope", "-key", "-body", "-endpoint"}, []string{"-completed", "-reason"}},
+		{"lapse", []string{"usage: idemctl lapse", "-table", "-scope", "-key", "-reason", "-operator"}, []string{"-completed", "-body"}},
+		{"delete", []string{"usage: idemctl delete", "-completed", "-reason", "-operator"}, []string{"-body"}},
+		{"check", []string{"usage: idemctl check -table T", "-table", "-endpoint"}, []string{"-scope", "-key", "-completed"}},
+	}
+	for _, tc := range cases {
+		for _, args := range [][]string{{tc.cmd, "-h"}, {tc.cmd, "--help"}, {"help", tc.cmd}} {
+			var out, errs bytes.Buffer
+			code := run(context.Background(), args, noDial(t), &out, &errs)
+			if code != 0 || errs.Len() != 0 {
+				t.Fatalf("idemctl %v = %d, stderr %q: want 0 and nothing on stderr", args, code, errs.String())
+			}
+			for _, want := range tc.has {
+				if !strings.Contains(out.String(), want) {
+					t.Fatalf("idemctl %v printed\n%s\nwant %q", args, out.String(), want)
+				}
+			}
+			for _, not := range tc.not {
+				if strings.Contains(out.String(), not+" ") {
+					t.Fatalf("idemctl %v printed\n%s\nwith another command's flag %s", args, out.String(), not)
+				}
+			}
+		}
+	}
+}
+
+func TestMisuseExitsTwoWithTheUsageOnStderr(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "idemctl <command> [flags]"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"help", "frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"show", "-nope"}, "idemctl show: flag provided but not defined: -nope"},
+		{[]string{"show", "-completed"}, "idemctl show: flag provided but not defined: -completed"},
+		{[]string{"show", "-table", "t", "-scope", "s", "-key", "k", "stray"}, `unexpected argument "stray"`},
+		{[]string{"show", "-table", ""}, "-table is required"},
+	} {
+		var out, errs bytes.Buffer
+		code := run(context.Background(), tc.args, noDial(t), &out, &errs)
+		if code != 2 || out.Len() != 0 || !strings.Contains(errs.String(), tc.want) || !strings.Contains(errs.String(), "usage") {
+			t.Fatalf("idemctl %q = %d, stdout %q, stderr %q: want 2, %q and the usage on stderr", tc.args, code, out.String(), errs.String(), tc.want)
+		}
+	}
+}
+
+// TestMissingCredentialsAreReportedAsSuch runs idemctl's own connect with no
+// credentials anywhere: no keys in the environment, no profile, and an
+// instance-metadata service that has no role (as on a laptop, or an
+// instance without a role) or that is switched off. It must say that no
+// credentials were found and how to give some, once, before any record
+// call; with keys in the environment the same connect reaches the table.
+func TestMissingCredentialsAreReportedAsSuch(t *testing.T) {
+	noRole := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut && r.URL.Path == "/latest/api/token" {
+			io.WriteString(w, "token")
+			return
+		}
+		http.NotFound(w, r) // /latest/meta-data/iam/security-credentials/: no role
+	}))
+	defer noRole.Close()
+	none := filepath.Join(t.TempDir(), "none")
+	clear := func(t *testing.T) {
+		for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE",
+			"AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+			"AWS_EC2_METADATA_DISABLED"} {
+			t.Setenv(v, "")
+		}
+		t.Setenv("AWS_CONFIG_FILE", none)
+		t.Setenv("AWS_SHARED_CREDENTIALS_FILE", none)
+		t.Setenv("AWS_REGION", "us-east-1")
+		t.Setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", noRole.URL)
+	}
+	c := newCtl(t)
+	endpoint := os.Getenv("DYNAMODB_ENDPOINT")
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+	}{
+		{"instance metadata without a role", nil},
+		{"instance metadata switched off", map[string]string{"AWS_EC2_METADATA_DISABLED": "true"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clear(t)
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			for _, args := range [][]string{{"show", "-scope", "s", "-key", "k"}, {"check"}} {
+				var out, errs bytes.Buffer
+				code := run(context.Background(), append(args, "-table", c.table, "-endpoint", endpoint), connect, &out, &errs)
+				msg := errs.String()
+				if code != 1 || !strings.HasPrefix(msg, "idemctl: no AWS credentials found: ") {
+					t.Fatalf("idemctl %v = %d, stderr %q: want 1 and \"no AWS credentials found\"", args, code, msg)
+				}
+				for _, how := range []string{"AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "aws sso login", "IAM role"} {
+					if !strings.Contains(msg, how) {
+						t.Fatalf("the message %q does not name %s", msg, how)
+					}
+				}
+				if strings.Contains(msg, "GetItem") || strings.Contains(msg, "DescribeTable") {
+					t.Fatalf("the message %q is a table call's error, not the credentials'", msg)
+				}
+			}
+		})
+	}
+	t.Run("keys in the environment", func(t *testing.T) {
+		clear(t)
+		t.Setenv("AWS_ACCESS_KEY_ID", "local")
+		t.Setenv("AWS_SECRET_ACCESS_KEY", "local")
+		var out, errs bytes.Buffer
+		code := run(context.Background(), []string{"check", "-table", c.table, "-endpoint", endpoint}, connect, &out, &errs)
+		if code != 0 || !strings.Contains(out.String(), "ok   TTL on expires_at") {
+			t.Fatalf("check = %d\n%s%s", code, out.String(), errs.String())
+		}
+	})
 }
