@@ -4,12 +4,19 @@
 // functions' responses back, each function invoked on its bootstrap under
 // the Lambda Runtime Interface Emulator (a rie.Pool). Tests use the event
 // conversion and Match on their own.
+//
+// Each behaviour cites the page of API Gateway's developer guide
+// (https://docs.aws.amazon.com/apigateway/latest/developerguide/) that
+// describes it.
 package apigw
 
 import (
+	"crypto/rand"
 	"encoding/base64"
-	"io"
+	"encoding/hex"
+	"fmt"
 	"mime"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -21,22 +28,13 @@ import (
 	"github.com/idemkeys/idem/local/template"
 )
 
-// Event is the payload 2.0 event for r on route: header names lowercased
-// and repeated values joined with commas, cookies apart, the raw path and
-// query, path parameters, a body in base64 unless it is text, and the JWT
-// claims of the verified token (nil claims: no authorizer context).
+// Event is the payload 2.0 event for r on route, as API Gateway builds it
+// (http-api-develop-integrations-lambda.html): header names lowercased and
+// repeated values joined with commas, the headers API Gateway adds, cookies
+// apart and as sent, the raw path still encoded and the raw query, path
+// parameters decoded, a body in base64 unless its media type is text, and
+// the JWT claims of the verified token (nil claims: no authorizer context).
 func Event(r *http.Request, body []byte, route template.Route, params map[string]string, claims map[string]string) events.APIGatewayV2HTTPRequest {
-	headers := map[string]string{}
-	for name, values := range r.Header {
-		if strings.EqualFold(name, "Cookie") {
-			continue
-		}
-		headers[strings.ToLower(name)] = strings.Join(values, ",")
-	}
-	var cookies []string
-	for _, c := range r.Cookies() {
-		cookies = append(cookies, c.Name+"="+c.Value)
-	}
 	var query map[string]string
 	if q := r.URL.Query(); len(q) > 0 {
 		query = map[string]string{}
@@ -45,25 +43,27 @@ func Event(r *http.Request, body []byte, route template.Route, params map[string
 		}
 	}
 	now := time.Now()
+	domain := hostname(r.Host)
 	ev := events.APIGatewayV2HTTPRequest{
 		Version:               "2.0",
 		RouteKey:              route.Method + " " + route.Path,
-		RawPath:               r.URL.Path,
+		RawPath:               r.URL.EscapedPath(),
 		RawQueryString:        r.URL.RawQuery,
-		Cookies:               cookies,
-		Headers:               headers,
+		Cookies:               cookies(r.Header),
+		Headers:               headers(r, now),
 		QueryStringParameters: query,
 		PathParameters:        params,
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
-			RouteKey:   route.Method + " " + route.Path,
-			AccountID:  "123456789012",
-			APIID:      "local",
-			Stage:      "$default",
-			RequestID:  strconv.FormatInt(now.UnixNano(), 36),
-			DomainName: r.Host,
-			Time:       now.UTC().Format("02/Jan/2006:15:04:05 -0700"),
-			TimeEpoch:  now.UnixMilli(),
-			HTTP:       events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: r.Method, Path: r.URL.Path, Protocol: r.Proto, SourceIP: sourceIP(r), UserAgent: r.UserAgent()},
+			RouteKey:     route.Method + " " + route.Path,
+			AccountID:    "123456789012",
+			APIID:        "local",
+			Stage:        "$default",
+			RequestID:    strconv.FormatInt(now.UnixNano(), 36),
+			DomainName:   domain,
+			DomainPrefix: strings.SplitN(domain, ".", 2)[0],
+			Time:         now.UTC().Format("02/Jan/2006:15:04:05 -0700"),
+			TimeEpoch:    now.UnixMilli(),
+			HTTP:         events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: r.Method, Path: r.URL.EscapedPath(), Protocol: r.Proto, SourceIP: sourceIP(r), UserAgent: r.UserAgent()},
 		},
 	}
 	if claims != nil {
@@ -81,68 +81,88 @@ func Event(r *http.Request, body []byte, route template.Route, params map[string
 	return ev
 }
 
-// isText is API Gateway's rule in spirit: text media types (and none given)
-// travel as text when they are UTF-8; everything else as base64.
+// headers are r's headers as the function sees them: names lowercased,
+// repeated values joined with commas, the Cookie header left for cookies,
+// and what API Gateway adds: host (Go's server keeps it apart),
+// x-forwarded-for (the caller's address after any it sent),
+// x-forwarded-proto, x-forwarded-port and x-amzn-trace-id (the caller's, or
+// a new one in X-Ray's format).
+func headers(r *http.Request, now time.Time) map[string]string {
+	h := map[string]string{}
+	for name, values := range r.Header {
+		if !strings.EqualFold(name, "Cookie") {
+			h[strings.ToLower(name)] = strings.Join(values, ",")
+		}
+	}
+	h["host"] = r.Host
+	if prior := h["x-forwarded-for"]; prior != "" {
+		h["x-forwarded-for"] = prior + ", " + sourceIP(r)
+	} else {
+		h["x-forwarded-for"] = sourceIP(r)
+	}
+	proto, port := "http", "80"
+	if r.TLS != nil {
+		proto, port = "https", "443"
+	}
+	if _, p, err := net.SplitHostPort(r.Host); err == nil {
+		port = p
+	}
+	h["x-forwarded-proto"], h["x-forwarded-port"] = proto, port
+	if h["x-amzn-trace-id"] == "" {
+		h["x-amzn-trace-id"] = newTraceID(now)
+	}
+	return h
+}
+
+// newTraceID is an X-Ray trace id: Root=1-<epoch seconds, 8 hex>-<96 random
+// bits, 24 hex>.
+func newTraceID(now time.Time) string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return fmt.Sprintf("Root=1-%08x-%s", now.Unix(), hex.EncodeToString(b))
+}
+
+// cookies are the cookies of the Cookie headers, each as the caller sent it
+// ("name=value", quotes and all, whether or not Go would parse it).
+func cookies(h http.Header) []string {
+	var out []string
+	for _, line := range h.Values("Cookie") {
+		for _, c := range strings.Split(line, ";") {
+			if c = strings.TrimSpace(c); c != "" {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// hostname is host without its port.
+func hostname(host string) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		return h
+	}
+	return host
+}
+
+// isText reports whether a body of contentType travels as text: a media
+// type of text/*, application/json, application/xml or
+// application/javascript, and valid UTF-8. Every other type, and none, is
+// base64-encoded ("If the content type of the request is binary, the body
+// is base64-encoded", http-api-develop-integrations-lambda.html; the guide
+// does not list the text types, these are the ones HTTP APIs were seen to
+// send as text, application/x-www-form-urlencoded not among them).
 func isText(contentType string, body []byte) bool {
-	if !utf8.Valid(body) {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil || !utf8.Valid(body) {
 		return false
 	}
-	if contentType == "" {
+	switch mt {
+	case "application/json", "application/xml", "application/javascript":
 		return true
 	}
-	mt, _, err := mime.ParseMediaType(contentType)
-	if err != nil {
-		return false
-	}
-	return strings.HasPrefix(mt, "text/") || mt == "application/json" || strings.HasSuffix(mt, "+json") ||
-		mt == "application/x-www-form-urlencoded" || mt == "application/xml"
+	return strings.HasPrefix(mt, "text/")
 }
 
 func sourceIP(r *http.Request) string {
-	host := r.RemoteAddr
-	if i := strings.LastIndex(host, ":"); i >= 0 {
-		host = host[:i]
-	}
-	return strings.Trim(host, "[]")
-}
-
-// Write sends resp as API Gateway would: status, headers, cookies, and the
-// body decoded from base64 when it is marked so.
-func Write(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) error {
-	for k, v := range resp.Headers {
-		w.Header().Set(k, v)
-	}
-	for k, vs := range resp.MultiValueHeaders {
-		for _, v := range vs {
-			w.Header().Add(k, v)
-		}
-	}
-	for _, c := range resp.Cookies {
-		w.Header().Add("Set-Cookie", c)
-	}
-	body := []byte(resp.Body)
-	if resp.IsBase64Encoded {
-		b, err := base64.StdEncoding.DecodeString(resp.Body)
-		if err != nil {
-			http.Error(w, `{"message":"Internal Server Error"}`, http.StatusInternalServerError)
-			return err
-		}
-		body = b
-	}
-	status := resp.StatusCode
-	if status == 0 {
-		status = http.StatusOK
-	}
-	w.WriteHeader(status)
-	_, err := w.Write(body)
-	return err
-}
-
-// ReadBody reads a request body up to limit bytes and one more, so that a
-// caller can tell a body over the limit from one at it.
-func ReadBody(r *http.Request, limit int64) ([]byte, error) {
-	if r.Body == nil {
-		return nil, nil
-	}
-	return io.ReadAll(io.LimitReader(r.Body, limit+1))
+	return hostname(r.RemoteAddr)
 }
