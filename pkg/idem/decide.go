@@ -102,12 +102,14 @@ func (c *call) wait(ctx context.Context, seen *record) (*record, error) {
 	return c.s.poll(ctx, c.pk, c.waitUntil)
 }
 
-// busy is the 409: in progress, retry when the lease last seen ends.
+// busy is the 409: in progress, retry when the lease last seen ends,
+// rounded up to a whole second (Retry-After's unit), so that a client that
+// honours it does not come back into the same lease.
 func (c *call) busy(seen *record) error {
 	retry := time.Second
 	if seen != nil {
-		if left := time.Duration(seen.LeaseUntil-c.s.opts.Clock().UnixMilli()) * time.Millisecond; left > retry {
-			retry = left.Round(time.Second)
+		if left := time.UnixMilli(seen.LeaseUntil).Sub(c.s.opts.Clock()); left > retry {
+			retry = (left + time.Second - 1).Truncate(time.Second)
 		}
 	}
 	c.log.Info("idem", "outcome", "in_progress")

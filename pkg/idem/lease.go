@@ -67,13 +67,18 @@ func (s *Store) run(ctx context.Context, c *call, l *lease, work Work) (res Resu
 // workContext ends at the lease's end as written to the record, less the
 // commit reserve: time the claim took (SDK retries, a slow network) comes
 // out of the work's time, never out of the fence's margin.
+//
+// The deadline is lease_until as written (whole milliseconds) less the
+// reserve, moved from the Store's clock onto the real one; the real clock is
+// read first, so that the move never lands after it.
 func (s *Store) workContext(ctx context.Context, l *lease) (context.Context, context.CancelFunc, error) {
 	reserve := min(s.opts.CommitReserve, l.duration/4)
-	left := time.Duration(l.until-s.opts.Clock().UnixMilli())*time.Millisecond - reserve
-	if left <= 0 {
+	real := time.Now()
+	deadline := time.UnixMilli(l.until).Add(-reserve).Add(real.Sub(s.opts.Clock()))
+	if !deadline.After(real) {
 		return nil, nil, fmt.Errorf("idem: the claim took the whole lease; lease lapsed: %w", context.DeadlineExceeded)
 	}
-	ctx, cancel := context.WithTimeout(ctx, left)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
 	return ctx, cancel, nil
 }
 

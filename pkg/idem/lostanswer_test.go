@@ -211,8 +211,9 @@ func TestWorkDeadlineFollowsTheWrittenLease(t *testing.T) {
 	for _, c := range num(item, "lease_until") {
 		untilMS = untilMS*10 + int64(c-'0')
 	}
-	// lease_until is written in whole milliseconds, truncated.
-	latest := time.UnixMilli(untilMS + 1).Add(-reserve)
+	// lease_until is written in whole milliseconds: the deadline comes
+	// from that value, not from the unrounded lease.
+	latest := time.UnixMilli(untilMS).Add(-reserve)
 	if deadline.IsZero() || deadline.After(latest) {
 		t.Fatalf("the work's deadline %v is after lease_until - reserve = %v", deadline, latest)
 	}

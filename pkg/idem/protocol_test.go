@@ -126,6 +126,20 @@ func holdKey(t *testing.T, s *idem.Store, r idem.Request) (release func()) {
 	return func() { close(proceed); <-done }
 }
 
+// TestRetryAfterRoundsUp: with 1.4 s of the lease left, Retry-After is 2 s,
+// not 1: a client that honours it must not come back into the same lease.
+func TestRetryAfterRoundsUp(t *testing.T) {
+	f := newFixture(t, func(o *idem.Options) { o.Lease = 2 * time.Second })
+	release := holdKey(t, f.store, req("alice", "k1", `{}`))
+	defer release()
+	f.clock.Advance(600 * time.Millisecond)
+	_, err := f.newStore().Do(context.Background(), req("alice", "k1", `{}`), f.createOrder("alice", "o1", nil))
+	var inProgress *idem.InProgressError
+	if !errors.As(err, &inProgress) || inProgress.RetryAfter != 2*time.Second {
+		t.Fatalf("err = %v, want RetryAfter 2s with 1.4s of the lease left", err)
+	}
+}
+
 func TestConcurrentDuplicateGetsInProgressWithRetryAfter(t *testing.T) {
 	f := newFixture(t, func(o *idem.Options) { o.Lease = 20 * time.Second })
 	release := holdKey(t, f.store, req("alice", "k1", `{}`))
