@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // stored is the result saved under an idempotency key.
@@ -233,10 +234,51 @@ func (s *Simulator) validate(version string, form url.Values) (int, []byte, bool
 	case currency == "usd" && amount < 50:
 		return invalid("amount_too_small", "amount", "Amount must be at least $0.50 usd")
 	}
+	if status, body, ok := validateMetadata(form); !ok {
+		return status, body, ok
+	}
 	if form.Get("confirm") != "true" {
 		return 0, nil, true
 	}
 	return s.validateConfirm(version, form)
+}
+
+// Stripe's metadata limits: "up to 50 keys, with key names up to 40
+// characters long and values up to 500 characters long", and "don't use
+// square brackets ([ or ]) in keys". Characters are counted as Unicode code
+// points, and an empty key is refused: choices of the simulator's, where
+// the docs do not say.
+const (
+	MaxMetadataKeys  = 50
+	MaxMetadataKey   = 40
+	MaxMetadataValue = 500
+)
+
+// validateMetadata holds the form's metadata[...] parameters to Stripe's
+// limits; a key with a bracket inside arrives as metadata[a[b]] or
+// metadata[a]b] and is refused as Stripe refuses it.
+func validateMetadata(form url.Values) (int, []byte, bool) {
+	n := 0
+	for name, values := range form {
+		key, ok := strings.CutPrefix(name, "metadata[")
+		if !ok {
+			continue
+		}
+		key, ok = strings.CutSuffix(key, "]")
+		n++
+		switch {
+		case !ok || key == "" || strings.ContainsAny(key, "[]"):
+			return invalid("parameter_invalid", "metadata", "Invalid metadata key: square brackets are not allowed in metadata keys, and a key cannot be empty.")
+		case utf8.RuneCountInString(key) > MaxMetadataKey:
+			return invalid("parameter_invalid", "metadata", "Metadata keys can have up to "+strconv.Itoa(MaxMetadataKey)+" characters; "+key+" is longer.")
+		case len(values) > 0 && utf8.RuneCountInString(values[0]) > MaxMetadataValue:
+			return invalid("parameter_invalid", "metadata", "Metadata values can have up to "+strconv.Itoa(MaxMetadataValue)+" characters; the value of "+key+" is longer.")
+		}
+	}
+	if n > MaxMetadataKeys {
+		return invalid("parameter_invalid", "metadata", "Invalid metadata: metadata can have up to "+strconv.Itoa(MaxMetadataKeys)+" keys, but "+strconv.Itoa(n)+" were given.")
+	}
+	return 0, nil, true
 }
 
 // validateConfirm holds the rules for confirm=true: a payment method that
@@ -292,6 +334,8 @@ func (s *Simulator) charge(form url.Values, key string) (int, []byte) {
 	}
 	cardErr := confirm(pi, pm, form.Get("confirm") == "true", form.Get("off_session") == "true")
 	s.mu.Lock()
+	s.seq++
+	pi.seq = s.seq
 	s.intents[pi.ID] = pi
 	s.effects = append(s.effects, Effect{Seq: len(s.effects) + 1, PaymentIntentID: pi.ID, IdempotencyKey: key, Amount: amount,
 		Currency: pi.Currency, Status: pi.Status, Customer: pi.Customer, PaymentMethod: pmID})

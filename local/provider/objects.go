@@ -2,9 +2,6 @@ package provider
 
 import (
 	"net/http"
-	"regexp"
-	"sort"
-	"strings"
 )
 
 // Test payment methods, as Stripe's test mode names them, and one of the
@@ -57,6 +54,7 @@ type PaymentIntent struct {
 	// LastPaymentError is the card error of a declined confirmation.
 	LastPaymentError map[string]any `json:"last_payment_error,omitempty"`
 	ClientSecret     string         `json:"client_secret,omitempty"`
+	seq              int            // the order of creation, for lists and pages
 }
 
 // Customer is a provider customer; Metadata is where a platform records
@@ -163,29 +161,3 @@ func (s *Simulator) retrieve(w http.ResponseWriter, object, id string) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-// searchQuery is the one form of Stripe's search query language served:
-// metadata['key']:'value'.
-var searchQuery = regexp.MustCompile(`^metadata\['([^']+)'\]:'([^']*)'$`)
-
-// search answers GET /v1/payment_intents/search. As Stripe's search, it is
-// eventually consistent: an intent is found only SearchLag after creation.
-func (s *Simulator) search(w http.ResponseWriter, r *http.Request) {
-	m := searchQuery.FindStringSubmatch(strings.TrimSpace(r.URL.Query().Get("query")))
-	if m == nil {
-		writeJSON(w, http.StatusBadRequest, apiError("invalid_request_error", "parameter_invalid", "The simulator serves only queries of the form metadata['key']:'value'."))
-		return
-	}
-	s.mu.Lock()
-	now := s.now()
-	var found []*PaymentIntent
-	for _, pi := range s.intents {
-		if pi.Metadata[m[1]] == m[2] && !now.Before(timeOf(pi.Created).Add(s.searchLag)) {
-			found = append(found, pi)
-		}
-	}
-	s.mu.Unlock()
-	sort.Slice(found, func(i, j int) bool {
-		return found[i].Created > found[j].Created || found[i].Created == found[j].Created && found[i].ID < found[j].ID
-	})
-	writeJSON(w, http.StatusOK, map[string]any{"object": "search_result", "url": "/v1/payment_intents/search", "has_more": false, "next_page": nil, "data": found})
-}

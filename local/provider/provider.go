@@ -1,6 +1,6 @@
 // Package provider simulates the part of a Stripe-compatible payment API
 // that functions/charge uses, following what Stripe documents for it:
-// creating, reading and searching PaymentIntents, reading customers and
+// creating, reading, listing and searching PaymentIntents, reading customers and
 // payment methods, with Stripe's Idempotency-Key semantics, the confirmation
 // rules of the API version stripe-go v82 pins, the statuses that are not
 // final, the decline codes, and faults on request.
@@ -97,6 +97,8 @@ type Simulator struct {
 	mu        sync.Mutex
 	now       func() time.Time
 	searchLag time.Duration
+	searchOff bool
+	seq       int           // of the last payment intent created
 	retention time.Duration // of idempotency keys: KeyRetention unless set
 	pending   int           // create requests being served now
 	intents   map[string]*PaymentIntent
@@ -127,7 +129,8 @@ func (s *Simulator) SetClock(now func() time.Time) {
 
 // SetSearchLag delays when a new payment intent can be found by search, as
 // Stripe's search index does ("under normal operating conditions, data is
-// searchable in less than a minute").
+// searchable in less than a minute", up to SearchWorstLag in an outage).
+// Lists are never behind.
 func (s *Simulator) SetSearchLag(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -196,6 +199,8 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodPost && path == "/v1/payment_intents":
 		s.create(w, r)
+	case r.Method == http.MethodGet && path == "/v1/payment_intents":
+		s.list(w, r)
 	case r.Method == http.MethodGet && path == "/v1/payment_intents/search":
 		s.search(w, r)
 	case r.Method == http.MethodGet && strings.HasPrefix(path, "/v1/payment_intents/"):

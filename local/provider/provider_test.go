@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -263,5 +264,157 @@ func TestSearchByMetadataAfterTheIndexLag(t *testing.T) {
 	}
 	if r := c.do("GET", "/v1/customers/cus_missing", "", nil); r.status != 404 || r.errField("code") != "resource_missing" {
 		t.Fatalf("unknown customer: %d %v", r.status, r.body)
+	}
+}
+
+func ids(t *testing.T, a answer) []string {
+	t.Helper()
+	data, _ := a.body["data"].([]any)
+	var out []string
+	for _, d := range data {
+		out = append(out, d.(map[string]any)["id"].(string))
+	}
+	return out
+}
+
+// The list API is the read-after-write path: an intent is listed the moment
+// it exists, whatever the search lag, newest first, ten to a page by
+// default with has_more, paged by starting_after and ending_before, and
+// filtered by created and customer.
+func TestListIsConsistentPagedAndFiltered(t *testing.T) {
+	sim, c := newSim(t)
+	now := time.Now().Truncate(time.Second)
+	sim.SetClock(func() time.Time { return now })
+	sim.SetSearchLag(SearchWorstLag)
+	sim.AddCustomer("cus_1", nil, "")
+	var made []string // oldest first
+	for i := range 25 {
+		f := card(CardVisa)
+		if i%5 == 0 {
+			f.Set("customer", "cus_1")
+		}
+		made = append(made, c.create("", f).body["id"].(string))
+		now = now.Add(time.Second)
+	}
+	first := c.do("GET", "/v1/payment_intents", "", nil)
+	if got := ids(t, first); len(got) != 10 || first.body["has_more"] != true || got[0] != made[24] || first.body["object"] != "list" {
+		t.Fatalf("first page: %v has_more=%v, want the newest ten and has_more", got, first.body["has_more"])
+	}
+	var all []string
+	for cursor := ""; ; {
+		q := "?limit=7"
+		if cursor != "" {
+			q += "&starting_after=" + cursor
+		}
+		r := c.do("GET", "/v1/payment_intents"+q, "", nil)
+		page := ids(t, r)
+		all = append(all, page...)
+		if r.body["has_more"] != true {
+			break
+		}
+		cursor = page[len(page)-1]
+	}
+	if len(all) != 25 || all[0] != made[24] || all[24] != made[0] {
+		t.Fatalf("every page: %d intents, want all 25 newest first", len(all))
+	}
+	if back := ids(t, c.do("GET", "/v1/payment_intents?limit=3&ending_before="+made[10], "", nil)); len(back) != 3 || back[0] != made[13] || back[2] != made[11] {
+		t.Fatalf("ending_before: %v, want the three made just after", back)
+	}
+	start := now.Add(-25 * time.Second).Unix()
+	window := c.do("GET", "/v1/payment_intents?limit=100&created[gte]="+strconv.FormatInt(start+20, 10)+"&created[lt]="+strconv.FormatInt(start+23, 10), "", nil)
+	if got := ids(t, window); len(got) != 3 || got[0] != made[22] || got[2] != made[20] {
+		t.Fatalf("created window: %v, want intents 20 to 22", got)
+	}
+	if got := ids(t, c.do("GET", "/v1/payment_intents?customer=cus_1", "", nil)); len(got) != 5 {
+		t.Fatalf("customer filter: %v, want 5", got)
+	}
+	for _, q := range []string{"limit=0", "limit=101", "created[gte]=soon", "starting_after=pi_nope", "starting_after=" + made[1] + "&ending_before=" + made[2]} {
+		if r := c.do("GET", "/v1/payment_intents?"+q, "", nil); r.status != 400 || r.errField("type") != "invalid_request_error" {
+			t.Errorf("%s: %d %v, want 400", q, r.status, r.body)
+		}
+	}
+}
+
+// Search as Stripe documents it: up to an hour behind in an outage, ten
+// results by default with has_more and next_page, and an account may have
+// no search at all.
+func TestSearchLagsPagesAndCanBeOff(t *testing.T) {
+	sim, c := newSim(t)
+	now := time.Now()
+	sim.SetClock(func() time.Time { return now })
+	if err := sim.ConfigureSearch("1h"); err != nil {
+		t.Fatal(err)
+	}
+	for range 12 {
+		f := card(CardVisa)
+		f.Set("metadata[op]", "op-1")
+		c.create("", f)
+	}
+	q := "/v1/payment_intents/search?query=" + url.QueryEscape("metadata['op']:'op-1'")
+	now = now.Add(SearchWorstLag - time.Second)
+	if r := c.do("GET", q, "", nil); len(ids(t, r)) != 0 {
+		t.Fatalf("found %d within the hour", len(ids(t, r)))
+	}
+	now = now.Add(time.Second)
+	first := c.do("GET", q, "", nil)
+	next, _ := first.body["next_page"].(string)
+	if len(ids(t, first)) != 10 || first.body["has_more"] != true || next == "" {
+		t.Fatalf("first page: %d results has_more=%v next_page=%v, want 10 and more", len(ids(t, first)), first.body["has_more"], first.body["next_page"])
+	}
+	rest := c.do("GET", q+"&page="+url.QueryEscape(next), "", nil)
+	if len(ids(t, rest)) != 2 || rest.body["has_more"] != false || rest.body["next_page"] != nil {
+		t.Fatalf("second page: %v, want the other 2 and no more", rest.body)
+	}
+	if r := c.do("GET", q+"&limit=200", "", nil); r.status != 400 {
+		t.Fatalf("limit 200: %d, want 400", r.status)
+	}
+	if err := sim.ConfigureSearch("off"); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.do("GET", q, "", nil); r.status != 400 || r.errField("type") != "invalid_request_error" {
+		t.Fatalf("search off: %d %v, want 400", r.status, r.body)
+	}
+	if err := sim.ConfigureSearch("soon"); err == nil {
+		t.Fatal("ConfigureSearch(soon) = nil, want an error")
+	}
+}
+
+// Metadata as Stripe limits it: 50 keys, keys up to 40 characters without
+// square brackets, values up to 500 characters. A refused request saves
+// nothing under its key and charges nothing.
+func TestMetadataIsHeldToStripesLimits(t *testing.T) {
+	sim, c := newSim(t)
+	with := func(n int, key func(i int) string, value string) url.Values {
+		f := card(CardVisa)
+		for i := range n {
+			f.Set("metadata["+key(i)+"]", value)
+		}
+		return f
+	}
+	numbered := func(i int) string { return "k" + strconv.Itoa(i) }
+	for _, tc := range []struct {
+		name string
+		form url.Values
+		ok   bool
+	}{
+		{"50 keys", with(50, numbered, "v"), true},
+		{"51 keys", with(51, numbered, "v"), false},
+		{"a 40-character key", with(1, func(int) string { return strings.Repeat("é", 40) }, "v"), true},
+		{"a 41-character key", with(1, func(int) string { return strings.Repeat("k", 41) }, "v"), false},
+		{"a 500-character value", with(1, numbered, strings.Repeat("v", 500)), true},
+		{"a 501-character value", with(1, numbered, strings.Repeat("v", 501)), false},
+		{"a bracketed key", with(1, func(int) string { return "a[b" }, "v"), false},
+		{"a closing bracket", with(1, func(int) string { return "a]b" }, "v"), false},
+	} {
+		before := len(sim.Effects())
+		r := c.create("k-"+tc.name, tc.form)
+		if tc.ok != (r.status == 200) || !tc.ok && (r.errField("param") != "metadata" || len(sim.Effects()) != before) {
+			t.Errorf("%s: %d %v, want ok=%v", tc.name, r.status, r.body, tc.ok)
+		}
+		if !tc.ok {
+			if again := c.create("k-"+tc.name, card(CardVisa)); again.status != 200 || again.header.Get("Idempotent-Replayed") != "" {
+				t.Errorf("%s: the corrected request under the key = %d, want a new 200", tc.name, again.status)
+			}
+		}
 	}
 }
