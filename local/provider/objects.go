@@ -160,4 +160,3 @@ func (s *Simulator) retrieve(w http.ResponseWriter, object, id string) {
 	}
 	writeJSON(w, http.StatusOK, v)
 }
-
