@@ -147,3 +147,57 @@ func TestAMisconfiguredTableIsADefiniteFailure(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryDoorRefusesANegativeMaxBodyBytes: an option out of range is
+// ErrInvalidOptions when the door is built, on every door, never a door
+// that reads no body (and so fingerprints every request alike).
+func TestEveryDoorRefusesANegativeMaxBodyBytes(t *testing.T) {
+	f := newFixture(t)
+	noop := func(context.Context, idem.Req[events.APIGatewayProxyRequest, struct{}], *idem.Tx) (events.APIGatewayProxyResponse, error) {
+		return events.APIGatewayProxyResponse{}, nil
+	}
+	builds := map[string]func(){
+		"HTTPTyped": func() {
+			idem.HTTPTyped(f.store, nil, func(context.Context, idem.HTTPRequest[struct{}], *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
+				return events.APIGatewayV2HTTPResponse{}, nil
+			}, func(o *idem.HTTPOptions) { o.MaxBodyBytes = -1 })
+		},
+		"Store.HTTP": func() {
+			f.store.HTTP(func(context.Context, events.APIGatewayV2HTTPRequest, *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
+				return events.APIGatewayV2HTTPResponse{}, nil
+			}, func(o *idem.HTTPOptions) { o.MaxBodyBytes = -1 })
+		},
+		"FunctionURL": func() {
+			idem.FunctionURL(f.store, nil, func(context.Context, idem.Req[events.LambdaFunctionURLRequest, struct{}], *idem.Tx) (events.LambdaFunctionURLResponse, error) {
+				return events.LambdaFunctionURLResponse{}, nil
+			}, func(o *idem.DoorOptions[events.LambdaFunctionURLRequest]) { o.MaxBodyBytes = -1 })
+		},
+		"RESTAPI": func() {
+			idem.RESTAPI(f.store, nil, noop, func(o *idem.DoorOptions[events.APIGatewayProxyRequest]) { o.MaxBodyBytes = -1 })
+		},
+		"ALB": func() {
+			idem.ALB(f.store, nil, func(context.Context, idem.Req[events.ALBTargetGroupRequest, struct{}], *idem.Tx) (events.ALBTargetGroupResponse, error) {
+				return events.ALBTargetGroupResponse{}, nil
+			}, func(o *idem.DoorOptions[events.ALBTargetGroupRequest]) { o.MaxBodyBytes = -1 })
+		},
+		"Store.Middleware": func() {
+			f.store.Middleware(func(o *idem.MiddlewareOptions) { o.MaxBodyBytes = -1 })
+		},
+	}
+	for _, d := range drivers {
+		if builds[d.door] == nil {
+			t.Errorf("%s has no row here", d.door)
+		}
+	}
+	for name, build := range builds {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				err, _ := recover().(error)
+				if !errors.Is(err, idem.ErrInvalidOptions) {
+					t.Fatalf("built with MaxBodyBytes -1: %v, want ErrInvalidOptions", err)
+				}
+			}()
+			build()
+		})
+	}
+}

@@ -3,6 +3,7 @@ package idem
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -45,7 +46,8 @@ type DoorOptions[E any] struct {
 	// front door documents its default; "" answers 401.
 	Scope func(ev *E) string
 	// MaxBodyBytes refuses larger bodies with 413 before anything is
-	// written (default 64 KiB).
+	// written (default 64 KiB); a negative value panics when the
+	// door is built, with an error that matches ErrInvalidOptions.
 	MaxBodyBytes int
 	// Atomic runs the handler with Store.DoAtomic instead of Store.Do.
 	Atomic bool
@@ -72,7 +74,13 @@ type doorConfig struct {
 	logger  *slog.Logger
 }
 
+// newDoorConfig is every door's options, checked when the door is built: an
+// option out of range panics there, with an error that matches
+// ErrInvalidOptions, as the doors return no error of their own.
 func newDoorConfig(maxBody int, atomic bool, logger *slog.Logger) doorConfig {
+	if maxBody < 0 {
+		panic(fmt.Errorf("%w: MaxBodyBytes %d is negative (0 takes the default, 64 KiB)", ErrInvalidOptions, maxBody))
+	}
 	if maxBody == 0 {
 		maxBody = 64 << 10
 	}

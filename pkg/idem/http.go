@@ -39,7 +39,8 @@ type HTTPOptions struct {
 	// must never read a value the client sets.
 	Scope func(req *events.APIGatewayV2HTTPRequest) string
 	// MaxBodyBytes refuses larger bodies with 413 before anything is
-	// written (default 64 KiB).
+	// written (default 64 KiB); a negative value panics when the
+	// door is built, with an error that matches ErrInvalidOptions.
 	MaxBodyBytes int
 	// Validate, when set, checks the request before the key is claimed. A
 	// refusal is answered as it is and nothing is written or stored, so the

@@ -21,7 +21,8 @@ type MiddlewareOptions struct {
 	// when it returns "", every request is 401.
 	Scope func(r *http.Request) string
 	// MaxBodyBytes refuses larger bodies with 413 before anything is
-	// written (default 64 KiB).
+	// written (default 64 KiB); a negative value panics when the
+	// door is built, with an error that matches ErrInvalidOptions.
 	MaxBodyBytes int
 	// Atomic runs the handler with Store.DoAtomic instead of Store.Do.
 	Atomic bool
