@@ -2,22 +2,52 @@ package apigw
 
 import (
 	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 
 	"github.com/aws/aws-lambda-go/events"
 )
 
-// Write sends resp as API Gateway would: status, headers, cookies, and the
-// body decoded from base64 when it is marked so.
+// Response reads a function's output as API Gateway reads it for payload
+// format 2.0 (http-api-develop-integrations-lambda.html, "Lambda function
+// response for format 2.0"): a JSON object with a statusCode is the
+// response; any other valid JSON is the body of a 200 response of
+// content-type application/json, a JSON string giving its value. Output
+// that is neither, or a statusCode that is no HTTP status, is an error
+// (API Gateway's 500).
+func Response(out []byte) (events.APIGatewayV2HTTPResponse, error) {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(out, &fields) == nil && fields["statusCode"] != nil {
+		var resp events.APIGatewayV2HTTPResponse
+		if err := json.Unmarshal(out, &resp); err != nil {
+			return events.APIGatewayV2HTTPResponse{}, fmt.Errorf("apigw: function response: %w", err)
+		}
+		if resp.StatusCode < 100 || resp.StatusCode > 599 {
+			return events.APIGatewayV2HTTPResponse{}, fmt.Errorf("apigw: function response: statusCode %d", resp.StatusCode)
+		}
+		resp.MultiValueHeaders = nil // not a field of payload 2.0
+		return resp, nil
+	}
+	if !json.Valid(out) {
+		return events.APIGatewayV2HTTPResponse{}, fmt.Errorf("apigw: function output is not JSON: %.100q", out)
+	}
+	body := string(out)
+	var s string
+	if json.Unmarshal(out, &s) == nil {
+		body = s
+	}
+	return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusOK, Headers: map[string]string{"content-type": "application/json"}, Body: body}, nil
+}
+
+// Write sends resp as API Gateway would: status, headers, each cookie as a
+// set-cookie header, and the body decoded from base64 when it is marked so.
+// Payload 2.0 has no multiValueHeaders: resp's are not sent
+// (http-api-develop-integrations-lambda.html, "Payload format differences").
 func Write(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) error {
 	for k, v := range resp.Headers {
 		w.Header().Set(k, v)
-	}
-	for k, vs := range resp.MultiValueHeaders {
-		for _, v := range vs {
-			w.Header().Add(k, v)
-		}
 	}
 	for _, c := range resp.Cookies {
 		w.Header().Add("Set-Cookie", c)

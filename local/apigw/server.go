@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-
 	"github.com/idemkeys/idem/local/rie"
 	"github.com/idemkeys/idem/local/template"
 )
@@ -110,8 +108,9 @@ func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request, route templa
 		writeMessage(w, http.StatusInternalServerError, "Internal Server Error")
 		return
 	}
-	var resp events.APIGatewayV2HTTPResponse
-	if err := json.Unmarshal(out, &resp); err != nil {
+	resp, err := Response(out)
+	if err != nil {
+		s.log.Warn("api: invalid function response", "function", p.Name, "error", err.Error())
 		writeMessage(w, http.StatusInternalServerError, "Internal Server Error")
 		return
 	}
