@@ -12,8 +12,15 @@ import (
 	"github.com/idemkeys/idem/local/template"
 )
 
-// maxPayload is API Gateway's limit on a request body.
-const maxPayload = 10 << 20
+// The limits a request meets before its function runs: API Gateway's on
+// the body, 10 MB (http-api-quotas.html, "Payload size"), then Lambda's on
+// a synchronous invocation's payload, the event, 6 MB (Lambda quotas,
+// gettingstarted-limits.html). Either is answered 413 "Request Entity Too
+// Large", the status http-api-monitor.html names.
+const (
+	maxPayload       = 10 << 20
+	maxInvokePayload = 6 << 20
+)
 
 // Function is one function to serve: its routes and how to run it.
 type Function struct {
@@ -99,6 +106,11 @@ func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request, route templa
 	payload, err := json.Marshal(Event(r, body, route, params, claims))
 	if err != nil {
 		writeMessage(w, http.StatusInternalServerError, "Internal Server Error")
+		return
+	}
+	if len(payload) > maxInvokePayload {
+		s.log.Info("api: event over Lambda's invocation payload limit", "route", route.Method+" "+route.Path, "bytes", len(payload))
+		writeMessage(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large")
 		return
 	}
 	p := s.owner[route]

@@ -1,15 +1,20 @@
 package apigw_test
 
 import (
+	"encoding/hex"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/idemkeys/idem/local/apigw"
+	"github.com/idemkeys/idem/local/devstack"
 	"github.com/idemkeys/idem/local/template"
 )
 
@@ -76,5 +81,68 @@ func TestAuthorizerRefusesBadTokens(t *testing.T) {
 		if w.Code != http.StatusUnauthorized || w.Body.String() != `{"message":"Unauthorized"}` || challenged != (header != "") {
 			t.Errorf("%s: %d %s, www-authenticate %q; want 401", name, w.Code, w.Body, w.Header().Get("www-authenticate"))
 		}
+	}
+}
+
+// A request whose event is over Lambda's 6 MB limit on a synchronous
+// invocation's payload never reaches the function: API Gateway answers 413
+// (Lambda quotas, "Invocation payload (request and response)"; the 413
+// "Request Entity Too Large" of http-api-monitor.html). One under it does.
+func TestRequestOverLambdasInvokeLimitIs413(t *testing.T) {
+	auth := testAuthorizer()
+	url := echoAPI(t, auth)
+	cases := []struct {
+		name, contentType string
+		size, status      int
+		body              string
+	}{
+		{"5 MB of JSON", "application/json", 5 << 20, 200, strconv.Itoa(5 << 20)},
+		{"7 MB of JSON", "application/json", 7 << 20, 413, `{"message":"Request Entity Too Large"}`},
+		// 4.6 MB in base64 is over 6 MB.
+		{"4.6 MB of bytes", "application/octet-stream", 4<<20 + 600<<10, 413, `{"message":"Request Entity Too Large"}`},
+		{"11 MB, over API Gateway's own limit", "application/json", 11 << 20, 413, `{"message":"Request Entity Too Large"}`},
+	}
+	for _, c := range cases {
+		resp, body := call(t, auth, "POST", url+"/size", c.contentType, `"`+strings.Repeat("a", c.size-2)+`"`)
+		if resp.StatusCode != c.status || body != c.body {
+			t.Errorf("%s: %d %.80s; want %d %s", c.name, resp.StatusCode, body, c.status, c.body)
+		}
+	}
+}
+
+// A Cognito user pool's access token (client_id, no aud) gets through the
+// authorizer that make run and make demo build (devstack.AuthorizerFromVars),
+// and its claims reach the function with what API Gateway adds.
+func TestCognitoAccessTokenAgainstMakeRunsAuthorizer(t *testing.T) {
+	auth, err := devstack.AuthorizerFromVars(map[string]string{devstack.LocalVar + "JWT_SECRET": hex.EncodeToString([]byte(testSecret))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := echoAPI(t, auth)
+	tok, err := auth.AccessToken("user-cognito-1", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := http.NewRequest("POST", url+"/event", strings.NewReader(`{"a":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Authorization", tok) // the token alone, as API Gateway accepts it
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ev events.APIGatewayV2HTTPRequest
+	if err := json.NewDecoder(resp.Body).Decode(&ev); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%d, %v", resp.StatusCode, err)
+	}
+	claims := ev.RequestContext.Authorizer.JWT.Claims
+	if claims["sub"] != "user-cognito-1" || claims["client_id"] != devstack.Audience || claims["aud"] != "" || claims["iat"] == "" || claims["exp"] == "" {
+		t.Errorf("claims %v", claims)
+	}
+	if ev.Headers["host"] != r.URL.Host || ev.Headers["x-forwarded-port"] != r.URL.Port() || ev.Body != `{"a":1}` || ev.IsBase64Encoded {
+		t.Errorf("headers %v, body %q (base64 %v)", ev.Headers, ev.Body, ev.IsBase64Encoded)
 	}
 }
