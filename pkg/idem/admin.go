@@ -95,10 +95,11 @@ func keyRecord(r *record) *KeyRecord {
 // as the protocol's own lapse does after a failure: fenced on the lease
 // token rec was read with, it sets lease_until to 0 and keeps the key bound
 // to its request, whose next retry takes it over at once. If the holder was
-// alive after all, its commit still lands unless a retry takes over first,
-// and then it is fenced: nothing runs twice. A completed key is refused
-// with ErrCompleted; a record taken over since it was read, with
-// ErrRecordChanged. The change is logged with reason.
+// alive after all, it is fenced from then on (the lapse replaced its lease
+// token): its commit fails with ErrLeaseLost and writes nothing, and the
+// retry runs the work. A completed key is refused with ErrCompleted; a
+// record taken over since it was read, with ErrRecordChanged. The change is
+// logged with reason.
 func (s *Store) Lapse(ctx context.Context, rec *KeyRecord, reason string) error {
 	if reason == "" {
 		return ErrNoReason

@@ -97,6 +97,43 @@ func TestLapseHandsADeadHoldersKeyToTheNextRetry(t *testing.T) {
 	}
 }
 
+// TestLapsedLiveHolderNeverCommits holds Lapse's doc: a holder that was
+// alive after all is fenced once lapsed, even with no retry in between: its
+// commit fails with ErrLeaseLost, its writes never land, and the key stays
+// lapsed for the request's retry.
+func TestLapsedLiveHolderNeverCommits(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	r := req("bob", "k2", `{}`)
+	claimed, release := make(chan struct{}), make(chan struct{})
+	holder := make(chan error, 1)
+	go func() {
+		_, err := f.store.Do(ctx, r, func(_ context.Context, tx *idem.Tx) (idem.Response, error) {
+			close(claimed)
+			<-release
+			tx.Add(f.orderPut("bob", "o-live", "late"), nil)
+			return idem.Response{StatusCode: 201}, nil
+		})
+		holder <- err
+	}()
+	<-claimed
+	rec, err := f.store.Inspect(ctx, "bob", "k2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.Lapse(ctx, rec, "looked dead"); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-holder; !errors.Is(err, idem.ErrLeaseLost) {
+		t.Fatalf("the live holder's commit after the lapse: %v, want ErrLeaseLost", err)
+	}
+	if f.order("bob", "o-live") != nil {
+		t.Fatal("the lapsed holder's write landed")
+	}
+	f.lapsed("bob", "k2", r.Fingerprint)
+}
+
 func TestLapseRefusesACompletedKey(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()

@@ -121,8 +121,10 @@ func TestAMisconfiguredTableIsADefiniteFailure(t *testing.T) {
 	for _, atomic := range []bool{false, true} {
 		t.Run(fmt.Sprintf("atomic %v", atomic), func(t *testing.T) {
 			var buf bytes.Buffer
+			metrics := &recorder{}
 			s, err := idem.New(dynamotest.Client(t), "no-such-table", func(o *idem.Options) {
 				o.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
+				o.Metrics = metrics
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -134,6 +136,9 @@ func TestAMisconfiguredTableIsADefiniteFailure(t *testing.T) {
 			_, err = do(context.Background(), req("alice", "k1", `{}`), ok)
 			if !errors.Is(err, idem.ErrMisconfigured) || !strings.Contains(err.Error(), "no-such-table") {
 				t.Fatalf("err %v, want ErrMisconfigured naming the table", err)
+			}
+			if o, _ := metrics.last(); o != idem.OutcomeFailed {
+				t.Fatalf("Metrics saw %q, want %q", o, idem.OutcomeFailed)
 			}
 			if !strings.Contains(buf.String(), "no-such-table") || !strings.Contains(buf.String(), "ResourceNotFoundException") || strings.Contains(buf.String(), "outcome unknown") {
 				t.Fatalf("log %s: want a line naming the table and the cause, never an unknown outcome", buf.String())
@@ -199,5 +204,42 @@ func TestEveryDoorRefusesANegativeMaxBodyBytes(t *testing.T) {
 			}()
 			build()
 		})
+	}
+}
+
+// TestFunctionURLScopesAnAssumedRoleByItsRole: the same role in two STS
+// sessions is one scope (a key kept across sessions replays), another role
+// or an IAM user is another; the session's ARN stays in the event.
+func TestFunctionURLScopesAnAssumedRoleByItsRole(t *testing.T) {
+	f := newFixture(t)
+	var runs atomic.Int32
+	var arns []string
+	h := idem.FunctionURL(f.store, nil, func(ctx context.Context, req idem.Req[events.LambdaFunctionURLRequest, struct{}], tx *idem.Tx) (events.LambdaFunctionURLResponse, error) {
+		runs.Add(1)
+		arns = append(arns, req.Event.RequestContext.Authorizer.IAM.UserARN)
+		return events.LambdaFunctionURLResponse{StatusCode: 201, Body: req.Scope}, nil
+	})
+	send := func(arn string) events.LambdaFunctionURLResponse {
+		ev := events.LambdaFunctionURLRequest{RawPath: "/jobs", Headers: map[string]string{"idempotency-key": "job-1"}, Body: `{}`}
+		ev.RequestContext.HTTP.Method = "POST"
+		ev.RequestContext.Authorizer = &events.LambdaFunctionURLRequestContextAuthorizerDescription{IAM: &events.LambdaFunctionURLRequestContextAuthorizerIAMDescription{UserARN: arn}}
+		r, _ := h(context.Background(), ev)
+		return r
+	}
+	first := send("arn:aws:sts::123456789012:assumed-role/batch/session-monday")
+	again := send("arn:aws:sts::123456789012:assumed-role/batch/session-tuesday")
+	if first.Body != "arn:aws:sts::123456789012:assumed-role/batch" || again.Headers[idem.HeaderReplayed] != "true" || runs.Load() != 1 {
+		t.Fatalf("two sessions of one role: %q, then %v after %d runs; want one scope, the role, and a replay", first.Body, again.Headers, runs.Load())
+	}
+	if arns[0] != "arn:aws:sts::123456789012:assumed-role/batch/session-monday" {
+		t.Fatalf("the handler saw %q, want the session's own ARN", arns[0])
+	}
+	for _, other := range []string{"arn:aws:sts::123456789012:assumed-role/reports/session-monday", "arn:aws:iam::123456789012:user/alice", "arn:aws:sts::999999999999:assumed-role/batch/session-monday"} {
+		if r := send(other); r.Headers[idem.HeaderReplayed] != "" {
+			t.Errorf("%s: replayed another principal's answer", other)
+		}
+	}
+	if runs.Load() != 4 {
+		t.Fatalf("%d runs, want one per principal", runs.Load())
 	}
 }

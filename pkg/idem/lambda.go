@@ -56,13 +56,27 @@ func FunctionURL[B any](s *Store, parse Parse[B], h Handler[events.LambdaFunctio
 	return adapt(s, d, scope, noValidate, parse, h, o)
 }
 
-// FunctionURLIAMPrincipal is FunctionURL's default scope: the ARN of the
-// IAM principal that signed the request ("" without AWS_IAM auth).
+// FunctionURLIAMPrincipal is FunctionURL's default scope: the IAM
+// principal that signed the request ("" without AWS_IAM auth). For an
+// assumed role it is the role, account and role name
+// ("arn:aws:sts::123456789012:assumed-role/batch"), not the session, whose
+// name the caller chooses anew each time it assumes the role: a key kept
+// across sessions stays in one scope. Any other principal (an IAM user) is
+// its ARN. The session's full ARN is still in the event, for the handler.
 func FunctionURLIAMPrincipal(ev *events.LambdaFunctionURLRequest) string {
-	if a := ev.RequestContext.Authorizer; a != nil && a.IAM != nil {
-		return a.IAM.UserARN
+	a := ev.RequestContext.Authorizer
+	if a == nil || a.IAM == nil {
+		return ""
 	}
-	return ""
+	arn := a.IAM.UserARN
+	// arn:aws:sts::ACCOUNT:assumed-role/ROLE/SESSION
+	if i := strings.Index(arn, ":assumed-role/"); i >= 0 && strings.HasPrefix(arn, "arn:") {
+		rest := arn[i+len(":assumed-role/"):]
+		if role, _, ok := strings.Cut(rest, "/"); ok && role != "" {
+			return arn[:i+len(":assumed-role/")] + role
+		}
+	}
+	return arn
 }
 
 // RESTAPI wraps h for an API Gateway REST API (payload 1.0, Lambda proxy
