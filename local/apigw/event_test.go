@@ -2,9 +2,12 @@ package apigw_test
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -183,6 +186,45 @@ func TestEventDomainNameAndPrefix(t *testing.T) {
 		ev := event(t, orderRoutes, r, "")
 		if got := [2]string{ev.RequestContext.DomainName, ev.RequestContext.DomainPrefix}; got != want {
 			t.Errorf("host %s: domainName, domainPrefix %q, want %q", host, got, want)
+		}
+	}
+}
+
+// The event files of events/ (make invoke, sam local invoke -e) carry what
+// Event sends: the headers API Gateway adds, domainPrefix, and claims with
+// iat and exp.
+func TestEventFilesCarryWhatAPIGatewaySends(t *testing.T) {
+	root, err := template.ProjectDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(root, "events", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no events/*.json: %v", err)
+	}
+	sent := event(t, orderRoutes, httptest.NewRequest("POST", "/orders", nil), "")
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev events.APIGatewayV2HTTPRequest
+		if json.Unmarshal(raw, &ev) != nil || ev.Version != "2.0" {
+			continue // not an HTTP API event
+		}
+		for k := range sent.Headers {
+			if _, ok := ev.Headers[k]; !ok {
+				t.Errorf("%s: no %s header", filepath.Base(f), k)
+			}
+		}
+		if ev.RequestContext.DomainPrefix == "" || ev.RequestContext.Authorizer == nil {
+			t.Errorf("%s: no domainPrefix or authorizer", filepath.Base(f))
+			continue
+		}
+		for _, k := range []string{"sub", "iss", "aud", "iat", "exp"} {
+			if ev.RequestContext.Authorizer.JWT.Claims[k] == "" {
+				t.Errorf("%s: no %s claim", filepath.Base(f), k)
+			}
 		}
 	}
 }

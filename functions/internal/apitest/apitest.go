@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/idemkeys/idem/functions/internal/httpx"
 	"github.com/idemkeys/idem/local/apigw"
+	"github.com/idemkeys/idem/local/devstack"
 	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/template"
 	"github.com/idemkeys/idem/local/template/templatetest"
@@ -31,6 +33,10 @@ func Function(t testing.TB, logicalID string) *template.Function {
 	}
 	return fn
 }
+
+// Host is the host the requests are sent to, as a deployed HTTP API's
+// default endpoint names it.
+const Host = "api-id.execute-api.us-east-1.amazonaws.com"
 
 // Caller sends requests to a handler through the function's routes.
 type Caller struct {
@@ -53,7 +59,7 @@ func (c *Caller) Call(method, path, sub, key, body string, extra ...string) even
 // key and path parameters are those of path.
 func (c *Caller) CallRaw(method, path, rawPath, sub, key, body string, extra ...string) events.APIGatewayV2HTTPResponse {
 	c.T.Helper()
-	r := httptest.NewRequest(method, rawPath, strings.NewReader(body))
+	r := httptest.NewRequest(method, "https://"+Host+rawPath, strings.NewReader(body))
 	r.Header.Set("Content-Type", "application/json")
 	if key != "" {
 		r.Header.Set("Idempotency-Key", key)
@@ -65,15 +71,33 @@ func (c *Caller) CallRaw(method, path, rawPath, sub, key, body string, extra ...
 	if !ok {
 		c.T.Fatalf("no template route for %s %s", method, path)
 	}
-	var claims map[string]string
-	if sub != "" {
-		claims = map[string]string{"sub": sub}
-	}
-	resp, err := c.Handle.Handle(context.Background(), apigw.Event(r, []byte(body), route, params, claims))
+	resp, err := c.Handle.Handle(context.Background(), apigw.Event(r, []byte(body), route, params, Claims(c.T, sub)))
 	if err != nil {
 		c.T.Fatalf("%s %s: handler error %v", method, path, err)
 	}
 	return resp
+}
+
+// authorizer is make run's JWT authorizer with a key of the tests' own.
+var authorizer = &apigw.Authorizer{Secret: []byte("apitest's own key, 32 bytes long"), Issuer: devstack.Issuer, Audiences: []string{devstack.Audience}}
+
+// Claims are the claims that make run's authorizer passes to a function for
+// a token of sub's, valid an hour (sub, iss, aud, iat, exp, as strings);
+// sub "" has none (no authorizer context).
+func Claims(t testing.TB, sub string) map[string]string {
+	t.Helper()
+	if sub == "" {
+		return nil
+	}
+	tok, err := authorizer.Token(sub, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims, err := authorizer.Verify(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return claims
 }
 
 // ErrorCode is the stable code of a problem details response (RFC 9457,
