@@ -94,23 +94,9 @@ func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request, route templa
 		writeMessage(w, http.StatusUnauthorized, "Unauthorized")
 		return
 	}
-	body, err := ReadBody(r, maxPayload)
-	if err != nil {
-		writeMessage(w, http.StatusBadRequest, "Bad Request")
-		return
-	}
-	if len(body) > maxPayload {
-		writeMessage(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large")
-		return
-	}
-	payload, err := json.Marshal(Event(r, body, route, params, claims))
-	if err != nil {
-		writeMessage(w, http.StatusInternalServerError, "Internal Server Error")
-		return
-	}
-	if len(payload) > maxInvokePayload {
-		s.log.Info("api: event over Lambda's invocation payload limit", "route", route.Method+" "+route.Path, "bytes", len(payload))
-		writeMessage(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large")
+	payload, status := s.payload(r, route, params, claims)
+	if status != 0 {
+		writeMessage(w, status, http.StatusText(status))
 		return
 	}
 	p := s.owner[route]
@@ -128,6 +114,27 @@ func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request, route templa
 	}
 	Write(w, resp)
 	s.log.Info("api", "method", r.Method, "path", r.URL.Path, "status", resp.StatusCode, "function", p.Name, "ms", time.Since(start).Milliseconds())
+}
+
+// payload is the invocation payload of r's event, or the status API
+// Gateway answers instead: 413 for a body or an event over its limit.
+func (s *Server) payload(r *http.Request, route template.Route, params, claims map[string]string) ([]byte, int) {
+	body, err := ReadBody(r, maxPayload)
+	if err != nil {
+		return nil, http.StatusBadRequest
+	}
+	if len(body) > maxPayload {
+		return nil, http.StatusRequestEntityTooLarge
+	}
+	payload, err := json.Marshal(Event(r, body, route, params, claims))
+	if err != nil {
+		return nil, http.StatusInternalServerError
+	}
+	if len(payload) > maxInvokePayload {
+		s.log.Info("api: event over Lambda's invocation payload limit", "route", route.Method+" "+route.Path, "bytes", len(payload))
+		return nil, http.StatusRequestEntityTooLarge
+	}
+	return payload, 0
 }
 
 // Crash kills, with SIGKILL, every execution environment that is running an
