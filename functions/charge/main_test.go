@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkeys/idem/functions/internal/apitest"
+	"github.com/idemkeys/idem/local/apigw"
 	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/local/provider"
 	"github.com/idemkeys/idem/pkg/idem"
@@ -61,6 +62,11 @@ func newFixture(t *testing.T, storeOpts ...func(*idem.Options)) *fixture {
 	db := dynamotest.Client(t)
 	f := &fixture{raw: db, sim: provider.New(secret, nil), clock: &clock{t: time.Now()}}
 	f.sim.SetClock(f.clock.now)
+	// Search as PROVIDER_SIM_SEARCH says ("off", or a lag), else Stripe's
+	// worst case, an hour behind: the charge must not depend on it.
+	if err := f.sim.ConfigureSearch(""); err != nil {
+		t.Fatal(err)
+	}
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.requests.Add(1)
 		f.sim.ServeHTTP(w, r)
@@ -85,6 +91,19 @@ func newFixture(t *testing.T, storeOpts ...func(*idem.Options)) *fixture {
 func (f *fixture) call(method, path, sub, key, body string, extra ...string) events.APIGatewayV2HTTPResponse {
 	f.T.Helper()
 	return f.Call(method, path, sub, key, body, extra...)
+}
+
+// event is the payload 2.0 event Call would send.
+func (f *fixture) event(method, path, sub, key, body string) events.APIGatewayV2HTTPRequest {
+	f.T.Helper()
+	r := httptest.NewRequest(method, "https://"+apitest.Host+path, strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Idempotency-Key", key)
+	route, params, ok := apigw.Match(f.Routes, method, path)
+	if !ok {
+		f.T.Fatalf("no route for %s %s", method, path)
+	}
+	return apigw.Event(r, []byte(body), route, params, apitest.Claims(f.T, sub))
 }
 
 // charges counts the charge items, leaving out attempt markers.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -15,9 +14,10 @@ import (
 // stack point it at the simulator in local/provider.
 type Payments interface {
 	CreatePaymentIntent(ctx context.Context, p *stripe.PaymentIntentCreateParams) (*stripe.PaymentIntent, error)
-	// FindPaymentIntents returns the intents whose metadata holds value
-	// under name, newest first (Stripe's search: eventually consistent).
-	FindPaymentIntents(ctx context.Context, name, value string) ([]*stripe.PaymentIntent, error)
+	// ListPaymentIntents yields the intents created from since to until
+	// (unix seconds), of customer when it is not "", newest first, every
+	// page: Stripe's list API, consistent after the write.
+	ListPaymentIntents(ctx context.Context, since, until int64, customer string) stripe.Seq2[*stripe.PaymentIntent, error]
 	Customer(ctx context.Context, id string) (*stripe.Customer, error)
 	PaymentMethod(ctx context.Context, id string) (*stripe.PaymentMethod, error)
 }
@@ -86,20 +86,13 @@ func createWaiting(ctx context.Context, pauses []time.Duration, call func() (*st
 	}
 }
 
-func (s *stripePayments) FindPaymentIntents(ctx context.Context, name, value string) ([]*stripe.PaymentIntent, error) {
-	params := &stripe.PaymentIntentSearchParams{SearchParams: stripe.SearchParams{
-		Query: fmt.Sprintf("metadata['%s']:'%s'", name, value),
-	}}
-	var found []*stripe.PaymentIntent
-	for pi, err := range s.client.V1PaymentIntents.Search(ctx, params) {
-		if err != nil {
-			return nil, err
-		}
-		if found = append(found, pi); len(found) == 10 {
-			break // one operation makes one intent, two at the very most
-		}
+func (s *stripePayments) ListPaymentIntents(ctx context.Context, since, until int64, customer string) stripe.Seq2[*stripe.PaymentIntent, error] {
+	p := &stripe.PaymentIntentListParams{CreatedRange: &stripe.RangeQueryParams{GreaterThanOrEqual: since, LesserThanOrEqual: until}}
+	p.Limit = stripe.Int64(100) // the most a page holds
+	if customer != "" {
+		p.Customer = stripe.String(customer)
 	}
-	return found, nil
+	return s.client.V1PaymentIntents.List(ctx, p)
 }
 
 func (s *stripePayments) Customer(ctx context.Context, id string) (*stripe.Customer, error) {

@@ -28,14 +28,19 @@ import (
 //
 // So every intent carries the operation's id in its metadata (MetaOperation:
 // its first downstream key, a digest of scope and key; MetaRequest, the
-// request's fingerprint),
-// and the charge keeps an attempt marker in ChargesTable from its first
-// provider call until its commit, which deletes it. A retry that finds the
-// marker knows an earlier attempt may have charged: once searchLag has
-// passed since that attempt (search is eventually consistent), it looks the
-// intent up by its metadata and answers from what it finds. Only when the
-// search finds nothing after a saved 500 does it create again, under the
-// next downstream key (MetaGeneration counts them): the 500 had no effect.
+// request's fingerprint), and the charge keeps an attempt marker in
+// ChargesTable from its first provider call until its commit, which
+// deletes it.
+//
+// A retry that finds the marker lists the intents created since the marker
+// was written (listWindow), with Stripe's list API, which is consistent
+// after the write, every page, and answers from the oldest whose metadata
+// names the operation and the request. Search is never used: Stripe's
+// search "can be up to an hour behind during outages", and a saved 500 is
+// itself a sign of one; and search is not offered in every country. Only
+// when the list finds nothing, unknownSettle after a saved 500, does the
+// charge create again, under the next downstream key (MetaGeneration
+// counts them): the 500 had no effect.
 
 // Metadata names the charge sets on every intent.
 const (
@@ -44,10 +49,15 @@ const (
 	MetaGeneration = "idem_generation"
 )
 
-// searchLag is how long after an attempt a search is trusted to find its
-// intent. Stripe: "under normal operating conditions, data is searchable in
-// less than a minute"; five is a margin for conditions that are not normal.
-const searchLag = 5 * time.Minute
+// unknownSettle is how long after a saved 500 the charge waits before it
+// concludes, from a list that finds nothing, that the 500 had no effect.
+// Stripe calls a 500's outcome indeterminate and says no more; the wait is
+// a margin for an effect still being written when the 500 was answered.
+const unknownSettle = time.Minute
+
+// listWindow widens the list's created window on both sides, for the
+// difference between this function's clock and the provider's.
+const listWindow = 5 * time.Minute
 
 // markerPrefix makes a marker's sort key, which no charge id can be ("#" is
 // not in httpx.ID, so GET /charges/{id} never reads one).
@@ -133,39 +143,46 @@ func (s *server) putMarker(ctx context.Context, m marker) error {
 var errUnsettled = errors.New("an earlier attempt's outcome at the provider is not known yet")
 
 // settle decides what a retry does about an earlier attempt (m): the intent
-// that attempt made, if the search finds one; else m again, to create under
+// that attempt made, if the list finds one; else m again, to create under
 // its downstream key, or under the next one where a saved 5xx is proven to
-// have had no effect. errUnsettled while the search cannot be trusted yet.
+// have had no effect. errUnsettled within unknownSettle of a saved 5xx.
 func (s *server) settle(ctx context.Context, m marker, op string) (*stripe.PaymentIntent, marker, error) {
 	now := s.now()
-	if now.Sub(time.Unix(m.Since, 0)) < searchLag {
-		if m.Unknown != 0 {
-			return nil, m, s.unsettled(m)
-		}
-		return nil, m, nil // the provider's key answers for so recent an attempt
-	}
-	found, err := s.payments.FindPaymentIntents(ctx, MetaOperation, op)
-	if err != nil {
-		_, terr := classify(nil, err)
-		return nil, m, orTransient(terr, err)
-	}
-	for i := len(found) - 1; i >= 0; i-- { // the oldest first: the one charge
-		if found[i].Metadata[MetaRequest] == m.Request {
-			return found[i], m, nil
-		}
-	}
-	if m.Unknown == 0 {
-		return nil, m, nil
-	}
-	if now.Sub(time.Unix(m.Unknown, 0)) < searchLag {
+	found, err := s.find(ctx, m, op, now)
+	switch {
+	case err != nil:
+		return nil, m, err
+	case found != nil || m.Unknown == 0:
+		return found, m, nil
+	case now.Sub(time.Unix(m.Unknown, 0)) < unknownSettle:
 		return nil, m, s.unsettled(m)
 	}
 	m.Generation, m.Since, m.Unknown = m.Generation+1, now.Unix(), 0
 	return nil, m, s.putMarker(ctx, m)
 }
 
+// find lists the intents created from m's first call to now (listWindow
+// wider on each side), every page, and
+// returns the oldest whose metadata names the operation and m's request:
+// the one charge, should a second ever have been made.
+func (s *server) find(ctx context.Context, m marker, op string, now time.Time) (*stripe.PaymentIntent, error) {
+	from := time.Unix(m.Since, 0).Add(-listWindow).Unix()
+	until := now.Add(listWindow).Unix()
+	var oldest *stripe.PaymentIntent
+	for pi, err := range s.payments.ListPaymentIntents(ctx, from, until, "") {
+		if err != nil {
+			_, terr := classify(nil, err)
+			return nil, orTransient(terr, err)
+		}
+		if pi.Metadata[MetaOperation] == op && pi.Metadata[MetaRequest] == m.Request && (oldest == nil || pi.Created <= oldest.Created) {
+			oldest = pi // newest first: a later one of the same second is older
+		}
+	}
+	return oldest, nil
+}
+
 func (s *server) unsettled(m marker) error {
-	wait := time.Unix(max(m.Since, m.Unknown), 0).Add(searchLag).Sub(s.now())
+	wait := time.Unix(m.Unknown, 0).Add(unknownSettle).Sub(s.now())
 	return &idem.TransientError{StatusCode: 503, Code: "provider_outcome_unknown", RetryAfter: max(wait, time.Second), Err: errUnsettled}
 }
 

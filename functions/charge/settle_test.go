@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/idemkeys/idem/local/provider"
+	"github.com/idemkeys/idem/pkg/idem"
+)
+
+// Settlement never depends on search: with Stripe's search half an hour or
+// an hour behind (its documented worst case in an outage), or not offered
+// at all, a charge a saved 500 hid is found through the list API and
+// answered, not made a second time under the next key.
+func TestSettlementFindsTheChargeWithoutSearch(t *testing.T) {
+	for _, search := range []string{"30m", "1h", "off"} {
+		t.Run(search, func(t *testing.T) {
+			f := newFixture(t)
+			if err := f.sim.ConfigureSearch(search); err != nil {
+				t.Fatal(err)
+			}
+			f.sim.Inject(provider.Fault{Kind: provider.FailAfterEffect})
+			if first := f.call("POST", "/charges", "alice", "k-1", visa); first.StatusCode != 503 {
+				t.Fatalf("first = %d %s, want 503", first.StatusCode, first.Body)
+			}
+			f.clock.add(6 * time.Minute) // past any wait for an index
+			retry := f.call("POST", "/charges", "alice", "k-1", visa)
+			effects := f.sim.Effects()
+			if retry.StatusCode != 201 || len(effects) != 1 || charged(t, retry).ID != effects[0].PaymentIntentID {
+				t.Fatalf("retry = %d %s, effects %+v: want the one charge", retry.StatusCode, retry.Body, effects)
+			}
+		})
+	}
+}
+
+// An operation whose metadata more than a page of intents carries (a
+// second charge made by hand, say) settles on the oldest of them all, the
+// first charge, not the oldest of the first page.
+func TestSettlementPagesToTheOldestCharge(t *testing.T) {
+	f := newFixture(t)
+	if err := f.sim.ConfigureSearch("0s"); err != nil {
+		t.Fatal(err)
+	}
+	f.sim.Inject(provider.Fault{Kind: provider.FailAfterEffect})
+	if first := f.call("POST", "/charges", "alice", "k-1", visa); first.StatusCode != 503 {
+		t.Fatalf("first = %d %s, want 503", first.StatusCode, first.Body)
+	}
+	oldest := f.sim.Effects()[0].PaymentIntentID
+	fp, err := idem.Fingerprint(http.MethodPost, "/charges", []byte(visa), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, amount, _ := parseCharge([]byte(visa))
+	for i := range 120 {
+		f.clock.add(time.Second)
+		p := intentParams(c, amount, payer{paymentMethod: provider.CardVisa}, "by-hand-"+strconv.Itoa(i), downstreamKey("alice", "k-1", 0), fp, 0)
+		if _, err := f.server.payments.CreatePaymentIntent(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.clock.add(6 * time.Minute)
+	retry := f.call("POST", "/charges", "alice", "k-1", visa)
+	if retry.StatusCode != 201 || charged(t, retry).ID != oldest {
+		t.Fatalf("retry = %d %s, want the first charge %s", retry.StatusCode, retry.Body, oldest)
+	}
+	if n := len(f.sim.Effects()); n != 121 {
+		t.Fatalf("%d effects, want the 121 made before the retry", n)
+	}
+}
