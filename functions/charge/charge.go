@@ -67,21 +67,19 @@ func (s *server) routes() httpx.Routes {
 }
 
 // create charges once per Idempotency-Key: it resolves what to charge from
-// the caller's own objects, settles what an earlier attempt may have left at
+// the caller's own objects (once per operation: a retry reuses the payer its
+// attempt marker keeps), settles what an earlier attempt may have left at
 // the provider, creates the intent under a downstream key derived from
 // (scope, key), and commits the charge with the response.
 func (s *server) create(ctx context.Context, req idem.HTTPRequest[chargeBody], tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
 	c, amount := req.Body.req, req.Body.amount
 	scope, key := req.Scope, req.Key
-	who, err := resolvePayer(ctx, s.payments, scope, c)
+	fp, _ := idem.Fingerprint(http.MethodPost, "/charges", []byte(req.Event.Body), true)
+	m, retry, err := s.begin(ctx, scope, key, fp, func() (payer, error) { return resolvePayer(ctx, s.payments, scope, c) })
 	if err != nil {
 		return payerRefused(err)
 	}
-	fp, _ := idem.Fingerprint(http.MethodPost, "/charges", []byte(req.Event.Body), true)
-	m, retry, err := s.begin(ctx, scope, key, fp)
-	if err != nil {
-		return events.APIGatewayV2HTTPResponse{}, err
-	}
+	who := m.payer()
 	ch := s.newCharge(scope, key, c, amount, who)
 	op := downstreamKey(scope, key, 0) // names the operation at the provider, whatever the generation
 	var found *stripe.PaymentIntent

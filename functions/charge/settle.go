@@ -30,7 +30,8 @@ import (
 // its first downstream key, a digest of scope and key; MetaRequest, the
 // request's fingerprint), and the charge keeps an attempt marker in
 // ChargesTable from its first provider call until its commit, which
-// deletes it.
+// deletes it. The marker keeps the payer resolved for the operation, so
+// every retry sends the provider the same request under the key.
 //
 // A retry that finds the marker lists the intents created since the marker
 // was written (listWindow), with Stripe's list API, which is consistent
@@ -71,6 +72,14 @@ type marker struct {
 	Generation int    `dynamodbav:"generation"` // of the downstream key in use
 	Since      int64  `dynamodbav:"since"`      // unix seconds of the first call under it
 	Unknown    int64  `dynamodbav:"unknown"`    // unix seconds of a saved 5xx under it, or 0
+	// The payer resolved for the operation, sent on every attempt.
+	PaymentMethod string `dynamodbav:"payment_method,omitempty"`
+	Customer      string `dynamodbav:"customer,omitempty"`
+	OffSession    bool   `dynamodbav:"off_session,omitempty"`
+}
+
+func (m marker) payer() payer {
+	return payer{paymentMethod: m.PaymentMethod, customer: m.Customer, offSession: m.OffSession}
 }
 
 func markerKey(scope, key string) map[string]types.AttributeValue {
@@ -86,14 +95,35 @@ type chargeDB interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 }
 
-// begin returns the operation's marker: a new one for a first attempt,
-// written by one conditional put that, when it loses, returns the marker an
-// earlier attempt left (retry). A marker left by another request (an
-// abandoned operation whose key expired and was reused) is replaced, under
-// the next generation, so the provider never sees another request under a
-// key it keeps.
-func (s *server) begin(ctx context.Context, scope, key, request string) (m marker, retry bool, err error) {
-	m = marker{Scope: scope, ID: markerPrefix + idem.KeyHash(scope, key), Request: request, Since: s.now().Unix()}
+// begin returns the operation's marker. A marker this request left is a
+// retry, with the payer it keeps. Otherwise resolve names the payer and a
+// new marker is written by one conditional put that, when it loses, returns
+// the marker a concurrent attempt left (retry, with its payer). A marker
+// left by another request (an abandoned operation whose key expired and was
+// reused) is replaced, under the next generation, so the provider never
+// sees another request under a key it keeps.
+func (s *server) begin(ctx context.Context, scope, key, request string, resolve func() (payer, error)) (m marker, retry bool, err error) {
+	old, err := s.readMarker(ctx, scope, key)
+	if err != nil {
+		return marker{}, false, err
+	}
+	if old != nil && old.Request == request && old.PaymentMethod != "" {
+		return *old, true, nil
+	}
+	who, err := resolve()
+	if err != nil {
+		return marker{}, false, err
+	}
+	m = marker{Scope: scope, ID: markerPrefix + idem.KeyHash(scope, key), Request: request, Since: s.now().Unix(),
+		PaymentMethod: who.paymentMethod, Customer: who.customer, OffSession: who.offSession}
+	switch {
+	case old != nil && old.Request == request: // written before markers kept the payer
+		old.PaymentMethod, old.Customer, old.OffSession = m.PaymentMethod, m.Customer, m.OffSession
+		return *old, true, s.putMarker(ctx, *old)
+	case old != nil:
+		m.Generation = old.Generation + 1
+		return m, false, s.putMarker(ctx, m)
+	}
 	item, err := attributevalue.MarshalMap(&m)
 	if err != nil {
 		return marker{}, false, err
@@ -109,23 +139,31 @@ func (s *server) begin(ctx context.Context, scope, key, request string) (m marke
 	case !errors.As(err, &ccf):
 		return marker{}, false, fmt.Errorf("write the attempt marker: %w", err)
 	}
-	oldItem := ccf.Item
-	if len(oldItem) == 0 { // an engine that does not return it
-		out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: markerKey(scope, key), ConsistentRead: aws.Bool(true)})
-		if err != nil {
-			return marker{}, false, fmt.Errorf("read the attempt marker: %w", err)
-		}
-		oldItem = out.Item
+	var lost marker // a concurrent attempt's
+	if err := attributevalue.UnmarshalMap(ccf.Item, &lost); err != nil || len(ccf.Item) == 0 {
+		return marker{}, false, errors.Join(errors.New("write the attempt marker: lost to another attempt"), err)
 	}
-	var old marker
-	if err := attributevalue.UnmarshalMap(oldItem, &old); err != nil {
-		return marker{}, false, err
+	if lost.Request == request && lost.PaymentMethod != "" {
+		return lost, true, nil
 	}
-	if old.Request == request {
-		return old, true, nil
-	}
-	m.Generation = old.Generation + 1
+	m.Generation = lost.Generation + 1
 	return m, false, s.putMarker(ctx, m)
+}
+
+// readMarker reads the operation's marker, nil when there is none.
+func (s *server) readMarker(ctx context.Context, scope, key string) (*marker, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: markerKey(scope, key), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return nil, fmt.Errorf("read the attempt marker: %w", err)
+	}
+	if len(out.Item) == 0 {
+		return nil, nil
+	}
+	var m marker
+	if err := attributevalue.UnmarshalMap(out.Item, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
 }
 
 func (s *server) putMarker(ctx context.Context, m marker) error {
@@ -162,14 +200,14 @@ func (s *server) settle(ctx context.Context, m marker, op string) (*stripe.Payme
 }
 
 // find lists the intents created from m's first call to now (listWindow
-// wider on each side), every page, and
+// wider on each side), of m's customer when it has one, every page, and
 // returns the oldest whose metadata names the operation and m's request:
 // the one charge, should a second ever have been made.
 func (s *server) find(ctx context.Context, m marker, op string, now time.Time) (*stripe.PaymentIntent, error) {
 	from := time.Unix(m.Since, 0).Add(-listWindow).Unix()
 	until := now.Add(listWindow).Unix()
 	var oldest *stripe.PaymentIntent
-	for pi, err := range s.payments.ListPaymentIntents(ctx, from, until, "") {
+	for pi, err := range s.payments.ListPaymentIntents(ctx, from, until, m.Customer) {
 		if err != nil {
 			_, terr := classify(nil, err)
 			return nil, orTransient(terr, err)

@@ -70,3 +70,39 @@ func TestSettlementPagesToTheOldestCharge(t *testing.T) {
 		t.Fatalf("%d effects, want the 121 made before the retry", n)
 	}
 }
+
+// The payer belongs to the operation: a retry after the customer changed
+// their default card sends the provider the card of the first attempt, so
+// the provider sees the same request under the key (never an idempotency
+// error stored as 422) and charges once.
+func TestRetryKeepsThePayerOfTheFirstAttempt(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fault provider.Fault
+	}{
+		{"charged, every answer lost", provider.Fault{Kind: provider.DropAfterEffect, Times: 20}},
+		{"never reached the provider", provider.Fault{Kind: provider.NotJSON, Times: 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.sim.AddCustomer("cus_alice", map[string]string{MetaScope: "alice"}, "pm_a")
+			f.sim.AddPaymentMethod("pm_a", "cus_alice", provider.CardVisa)
+			f.sim.AddPaymentMethod("pm_b", "cus_alice", provider.CardVisa)
+			req := `{"amount":1050,"currency":"usd","customer":"cus_alice"}`
+			f.sim.Inject(tc.fault)
+			if first := f.call("POST", "/charges", "alice", "k-1", req); first.StatusCode < 500 {
+				t.Fatalf("first = %d %s, want a 5xx", first.StatusCode, first.Body)
+			}
+			f.sim.ClearFaults()
+			f.sim.AddCustomer("cus_alice", map[string]string{MetaScope: "alice"}, "pm_b") // the default changed
+			retry := f.call("POST", "/charges", "alice", "k-1", req)
+			effects := f.sim.Effects()
+			if retry.StatusCode != 201 || len(effects) != 1 || effects[0].PaymentMethod != "pm_a" || charged(t, retry).ID != effects[0].PaymentIntentID {
+				t.Fatalf("retry = %d %s, effects %+v: want one charge of pm_a, answered", retry.StatusCode, retry.Body, effects)
+			}
+			if n := f.charges(); n != 1 || f.items() != 2 {
+				t.Fatalf("%d charge records, %d items: want the charge and its key's record, no marker", n, f.items())
+			}
+		})
+	}
+}
