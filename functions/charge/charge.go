@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stripe/stripe-go/v82"
 
@@ -99,6 +101,18 @@ func (s *server) create(ctx context.Context, req idem.HTTPRequest[chargeBody], t
 		return events.APIGatewayV2HTTPResponse{}, s.recordUnknown(ctx, m)
 	}
 	resp, stored := respond(&ch, a)
+	if stored && !a.fresh(found) {
+		// The intent may be one an earlier execution already committed (a
+		// same-request retry after the record expired): that record is
+		// the answer.
+		if prev, err := s.committed(ctx, &ch); err != nil || prev != nil {
+			if err != nil {
+				return events.APIGatewayV2HTTPResponse{}, err
+			}
+			s.commitMarkerOnly(tx, scope, key)
+			return render(prev), nil
+		}
+	}
 	if err := s.commit(tx, scope, key, &ch, stored); err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
@@ -128,17 +142,63 @@ func (s *server) newCharge(scope, key string, c chargeRequest, amount int64, who
 }
 
 // commit adds to the transaction that completes the key the charge, when
-// it is stored, and the delete of the operation's marker.
+// it is stored, and the delete of the operation's marker. Should the charge
+// meet a record of the same id, scope and operation (committed by an
+// earlier execution of this request), that record is the answer.
 func (s *server) commit(tx *idem.Tx, scope, key string, ch *charge, stored bool) error {
 	if stored {
 		item, err := attributevalue.MarshalMap(ch)
 		if err != nil {
 			return err
 		}
-		tx.Add(types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(charge_id)")}}, nil)
+		tx.Add(types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(charge_id)")}},
+			func(old map[string]types.AttributeValue) (idem.Response, error) {
+				prev, err := sameOperation(old, ch)
+				if err != nil || prev == nil {
+					return idem.Response{}, errors.Join(idem.ErrWriteConditionFailed, err)
+				}
+				r := render(prev)
+				return idem.Response{StatusCode: r.StatusCode, Header: r.Headers, Body: []byte(r.Body)}, nil
+			})
 	}
-	tx.Add(types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table), Key: markerKey(scope, key)}}, nil)
+	s.commitMarkerOnly(tx, scope, key)
 	return nil
+}
+
+// commitMarkerOnly adds the delete of the operation's marker.
+func (s *server) commitMarkerOnly(tx *idem.Tx, scope, key string) {
+	tx.Add(types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table), Key: markerKey(scope, key)}}, nil)
+}
+
+// committed reads the charge record ch's id already has, when it is this
+// operation's (same id, scope and key hash); nil when there is none.
+func (s *server) committed(ctx context.Context, ch *charge) (*charge, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), ConsistentRead: aws.Bool(true), Key: map[string]types.AttributeValue{
+		attrScope: &types.AttributeValueMemberS{Value: ch.Scope}, attrChargeID: &types.AttributeValueMemberS{Value: ch.ID},
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("read the charge record: %w", err)
+	}
+	if len(out.Item) == 0 {
+		return nil, nil
+	}
+	prev, err := sameOperation(out.Item, ch)
+	if err == nil && prev == nil {
+		err = fmt.Errorf("charge %s is recorded for another operation", ch.ID)
+	}
+	return prev, err
+}
+
+// sameOperation is the stored charge item when it is ch's own operation's.
+func sameOperation(item map[string]types.AttributeValue, ch *charge) (*charge, error) {
+	var prev charge
+	if err := attributevalue.UnmarshalMap(item, &prev); err != nil {
+		return nil, err
+	}
+	if prev.Scope != ch.Scope || prev.ID != ch.ID || prev.KeyHash != ch.KeyHash {
+		return nil, nil
+	}
+	return &prev, nil
 }
 
 // intentParams is the create: confirmed at once, card-like methods only
@@ -171,8 +231,8 @@ func intentParams(c chargeRequest, amount int64, who payer, downstream, op, fp s
 	return p
 }
 
-// respond renders the answer and fills in the charge; stored says whether
-// the charge is written (a rejection writes none).
+// respond fills in the charge from the answer and renders it; stored says
+// whether the charge is written (a rejection writes none).
 func respond(ch *charge, a answer) (events.APIGatewayV2HTTPResponse, bool) {
 	switch {
 	case a.rejected != nil:
@@ -191,10 +251,17 @@ func respond(ch *charge, a answer) (events.APIGatewayV2HTTPResponse, bool) {
 			ch.NextAction = string(a.intent.NextAction.Type)
 		}
 	}
+	return render(ch), ch.ID != "" || ch.Status != "declined"
+}
+
+// render is the answer a charge gets: 402 problem details for a decline,
+// 201 for a charge that succeeded, 202 for one that is not final.
+func render(ch *charge) events.APIGatewayV2HTTPResponse {
+	ch.Object = "charge"
 	if ch.Status == "declined" {
 		p := httpapi.NewProblem(http.StatusPaymentRequired, "card_declined", "the card was declined ("+ch.DeclineCode+")")
 		p.Extra = map[string]any{"decline_code": ch.DeclineCode, "provider_code": ch.ErrorCode, "charge_id": ch.ID}
-		return p.Response(), ch.ID != ""
+		return p.Response()
 	}
 	status := http.StatusCreated
 	if ch.Status != string(stripe.PaymentIntentStatusSucceeded) {
@@ -202,7 +269,7 @@ func respond(ch *charge, a answer) (events.APIGatewayV2HTTPResponse, bool) {
 	}
 	resp := httpx.JSON(status, ch)
 	resp.Headers["Location"] = "/charges/" + ch.ID
-	return resp, true
+	return resp
 }
 
 // declined fills in a decline: the decline_code when the provider gives one

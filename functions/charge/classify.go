@@ -108,3 +108,11 @@ func sanitized(err error) error {
 	}
 	return errors.New("an answer that is not the provider's error object")
 }
+
+// fresh says whether the answer's intent was made by this very call: not
+// found by settlement, and not replayed by the provider from an earlier
+// request under the key (Idempotent-Replayed). A decline's error object
+// does not say, so a decline is never fresh.
+func (a answer) fresh(found *stripe.PaymentIntent) bool {
+	return found == nil && a.intent != nil && a.intent.LastResponse != nil && a.intent.LastResponse.Header.Get("Idempotent-Replayed") != "true"
+}

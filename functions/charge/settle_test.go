@@ -106,3 +106,34 @@ func TestRetryKeepsThePayerOfTheFirstAttempt(t *testing.T) {
 		})
 	}
 }
+
+// A same-request retry after the record expired, while the provider still
+// keeps its key: the provider replays the first charge, whose record is
+// already there; that record is the answer (201, or the decline's 402), not
+// a 503 forever.
+func TestSameRequestAfterTheRecordExpiredGetsItsCharge(t *testing.T) {
+	for _, tc := range []struct {
+		body   string
+		status int
+	}{{visa, 201}, {body(provider.CardDeclined), 402}} {
+		t.Run(strconv.Itoa(tc.status), func(t *testing.T) {
+			f := newFixture(t, func(o *idem.Options) { o.TTL = idem.MinTTL })
+			f.sim.SetKeyRetention(3 * provider.KeyRetention) // "at least" 24 hours
+			first := f.call("POST", "/charges", "alice", "k-1", tc.body)
+			if first.StatusCode != tc.status {
+				t.Fatalf("first = %d %s", first.StatusCode, first.Body)
+			}
+			f.clock.add(idem.MinTTL + time.Hour)
+			retry := f.call("POST", "/charges", "alice", "k-1", tc.body)
+			if retry.StatusCode != tc.status || retry.Body != first.Body || retry.Headers[idem.HeaderReplayed] != "" {
+				t.Fatalf("retry after the record expired = %d %s, want the first answer %d %s", retry.StatusCode, retry.Body, first.StatusCode, first.Body)
+			}
+			if n := len(f.sim.Effects()); n != 1 || f.charges() != 1 || f.items() != 2 {
+				t.Fatalf("%d effects, %d charge records, %d items: want one charge, one record, no marker", n, f.charges(), f.items())
+			}
+			if again := f.call("POST", "/charges", "alice", "k-1", tc.body); again.Body != first.Body || again.Headers[idem.HeaderReplayed] != "true" {
+				t.Fatalf("then = %d %s, want it replayed", again.StatusCode, again.Body)
+			}
+		})
+	}
+}
