@@ -76,7 +76,10 @@ func (s *server) routes() httpx.Routes {
 func (s *server) create(ctx context.Context, req idem.HTTPRequest[chargeBody], tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
 	c, amount := req.Body.req, req.Body.amount
 	scope, key := req.Scope, req.Key
-	fp, _ := idem.Fingerprint(http.MethodPost, "/charges", []byte(req.Event.Body), true)
+	fp, err := idem.Fingerprint(http.MethodPost, "/charges", []byte(req.Event.Body), true)
+	if err != nil { // the parse step accepted it, so this is ours, not the client's
+		return events.APIGatewayV2HTTPResponse{}, fmt.Errorf("fingerprint the charge: %w", err)
+	}
 	m, retry, err := s.begin(ctx, scope, key, fp, func() (payer, error) { return resolvePayer(ctx, s.payments, scope, c) })
 	if err != nil {
 		return payerRefused(err)

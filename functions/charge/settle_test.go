@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,5 +136,40 @@ func TestSameRequestAfterTheRecordExpiredGetsItsCharge(t *testing.T) {
 				t.Fatalf("then = %d %s, want it replayed", again.StatusCode, again.Body)
 			}
 		})
+	}
+}
+
+// A body API Gateway passes base64-encoded (a content type it treats as
+// binary) is decoded and charged, its retry replayed; one that does not
+// decode is refused before anything is written.
+func TestBase64BodyIsDecodedAndUndecodableRefused(t *testing.T) {
+	f := newFixture(t)
+	first := f.call("POST", "/charges", "alice", "k-1", visa, "Content-Type", "application/octet-stream")
+	if first.StatusCode != 201 {
+		t.Fatalf("base64 body = %d %s, want 201", first.StatusCode, first.Body)
+	}
+	if again := f.call("POST", "/charges", "alice", "k-1", visa, "Content-Type", "application/octet-stream"); again.Body != first.Body || again.Headers[idem.HeaderReplayed] != "true" {
+		t.Fatalf("its retry = %d %s, want the replay", again.StatusCode, again.Body)
+	}
+	items := f.items()
+	ev := f.event("POST", "/charges", "alice", "k-2", visa)
+	ev.Body, ev.IsBase64Encoded = "not base64!"+strings.Repeat("=", 3), true
+	resp, err := f.server.routes().Handle(context.Background(), ev)
+	if err != nil || resp.StatusCode != 400 || errorCode(t, resp) != "invalid_body" || f.items() != items {
+		t.Fatalf("undecodable = %d %s %v, %d items (was %d): want 400 invalid_body, nothing written", resp.StatusCode, resp.Body, err, f.items(), items)
+	}
+}
+
+// The handler fingerprints the body it is given; a body it cannot read as
+// JSON (a base64 text no door decoded) is an error before any provider
+// call, never a charge under a fingerprint of nothing.
+func TestAnUnreadableBodyIsNeverCharged(t *testing.T) {
+	f := newFixture(t)
+	c, amount, _ := parseCharge([]byte(visa))
+	ev := f.event("POST", "/charges", "alice", "k-1", visa)
+	ev.Body = "eyJhbW91bnQiOjEwNTB9" // base64, still encoded
+	_, err := f.server.create(context.Background(), idem.HTTPRequest[chargeBody]{Event: ev, Body: chargeBody{req: c, amount: amount}, Scope: "alice", Key: "k-1"}, &idem.Tx{})
+	if err == nil || len(f.sim.Effects()) != 0 {
+		t.Fatalf("err %v, %d effects: want an error and no charge", err, len(f.sim.Effects()))
 	}
 }
