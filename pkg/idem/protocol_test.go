@@ -549,55 +549,24 @@ func TestCommitWhoseAnswerWasLostSucceeds(t *testing.T) {
 				return nil, context.DeadlineExceeded
 			}
 		}},
-		{"resent with its token: the engine answers the first commit's success", func(f *fixture) func(context.Context, *dynamodb.TransactWriteItemsInput, *dynamodb.TransactWriteItemsOutput, error) (*dynamodb.TransactWriteItemsOutput, error) {
-			// As an SDK retry does: the same input, the same
-			// ClientRequestToken. DynamoDB Local, like DynamoDB, does not
-			// apply it again (the order's condition would cancel it).
-			return func(ctx context.Context, in *dynamodb.TransactWriteItemsInput, out *dynamodb.TransactWriteItemsOutput, err error) (*dynamodb.TransactWriteItemsOutput, error) {
-				if err != nil {
-					return out, err
-				}
-				out, err = f.raw.TransactWriteItems(ctx, in)
-				if err != nil {
-					f.t.Errorf("the resent transaction: %v, want the first one's success", err)
-				}
-				return out, err
-			}
-		}},
-		{"resent without its token comes back cancelled", func(f *fixture) func(context.Context, *dynamodb.TransactWriteItemsInput, *dynamodb.TransactWriteItemsOutput, error) (*dynamodb.TransactWriteItemsOutput, error) {
-			// As the same commit sent without ClientRequestToken, or a
-			// put (which has none), comes back: the record's fence fails on
-			// the commit itself, read back under this lease's own token.
-			return func(ctx context.Context, in *dynamodb.TransactWriteItemsInput, out *dynamodb.TransactWriteItemsOutput, err error) (*dynamodb.TransactWriteItemsOutput, error) {
-				if err != nil {
-					return out, err
-				}
-				again := *in
-				again.ClientRequestToken = nil
-				out, err = f.raw.TransactWriteItems(ctx, &again)
-				if canceled := new(types.TransactionCanceledException); !errors.As(err, &canceled) {
-					f.t.Errorf("the resent transaction: %v, want it cancelled", err)
-				}
-				return out, err
-			}
-		}},
-		{"resent with its token and other items: IdempotentParameterMismatch", func(f *fixture) func(context.Context, *dynamodb.TransactWriteItemsInput, *dynamodb.TransactWriteItemsOutput, error) (*dynamodb.TransactWriteItemsOutput, error) {
-			// The library never sends one token with two sets of items;
-			// if an engine ever answers so, the commit's outcome is
-			// unknown to it, settled from the record.
-			return func(ctx context.Context, in *dynamodb.TransactWriteItemsInput, out *dynamodb.TransactWriteItemsOutput, err error) (*dynamodb.TransactWriteItemsOutput, error) {
-				if err != nil {
-					return out, err
-				}
-				other := *in
-				other.TransactItems = append(slices.Clone(in.TransactItems), f.orderPut("alice", "o-other", "other"))
-				out, err = f.raw.TransactWriteItems(ctx, &other)
-				if mismatch := new(types.IdempotentParameterMismatchException); !errors.As(err, &mismatch) {
-					f.t.Errorf("the token with other items: %v, want IdempotentParameterMismatchException", err)
-				}
-				return out, err
-			}
-		}},
+		// As an SDK retry does: the same input, the same ClientRequestToken.
+		// DynamoDB Local, like DynamoDB, does not apply it again (the
+		// order's condition would cancel it).
+		{"resent with its token: the engine answers the first commit's success", resend(nil, func(err error) bool { return err == nil })},
+		// As the same commit sent without ClientRequestToken, or a put
+		// (which has none), comes back: the record's fence fails on the
+		// commit itself, read back under this lease's own token.
+		{"resent without its token comes back cancelled", resend(
+			func(_ *fixture, in *dynamodb.TransactWriteItemsInput) { in.ClientRequestToken = nil },
+			func(err error) bool { return errors.As(err, new(*types.TransactionCanceledException)) })},
+		// The library never sends one token with two sets of items; if an
+		// engine ever answers so, the commit's outcome is unknown to it,
+		// settled from the record.
+		{"resent with its token and other items: IdempotentParameterMismatch", resend(
+			func(f *fixture, in *dynamodb.TransactWriteItemsInput) {
+				in.TransactItems = append(slices.Clone(in.TransactItems), f.orderPut("alice", "o-other", "other"))
+			},
+			func(err error) bool { return errors.As(err, new(*types.IdempotentParameterMismatchException)) })},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -611,6 +580,28 @@ func TestCommitWhoseAnswerWasLostSucceeds(t *testing.T) {
 				t.Fatal("commit not in the table as sent once")
 			}
 		})
+	}
+}
+
+// resend is an AfterTx hook that sends a committed transaction again, as
+// change makes it (nil: unchanged), checks the engine's answer with want,
+// and hands that answer to the library.
+func resend(change func(*fixture, *dynamodb.TransactWriteItemsInput), want func(error) bool) func(f *fixture) func(context.Context, *dynamodb.TransactWriteItemsInput, *dynamodb.TransactWriteItemsOutput, error) (*dynamodb.TransactWriteItemsOutput, error) {
+	return func(f *fixture) func(context.Context, *dynamodb.TransactWriteItemsInput, *dynamodb.TransactWriteItemsOutput, error) (*dynamodb.TransactWriteItemsOutput, error) {
+		return func(ctx context.Context, in *dynamodb.TransactWriteItemsInput, out *dynamodb.TransactWriteItemsOutput, err error) (*dynamodb.TransactWriteItemsOutput, error) {
+			if err != nil {
+				return out, err
+			}
+			again := *in
+			if change != nil {
+				change(f, &again)
+			}
+			out, err = f.raw.TransactWriteItems(ctx, &again)
+			if !want(err) {
+				f.t.Errorf("the resent transaction: %v, not the engine's answer the case expects", err)
+			}
+			return out, err
+		}
 	}
 }
 
