@@ -2,9 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/text/currency"
 
@@ -28,7 +31,8 @@ type chargeRequest struct {
 }
 
 // The provider's own limits, so that a request it would refuse is refused
-// here first, before anything is claimed.
+// here first, before anything is claimed. Metadata keys and values are
+// counted in characters, as Stripe documents them.
 const (
 	maxAmount         = 99_999_999
 	maxDescription    = 1000
@@ -70,15 +74,43 @@ func parseCharge(body []byte) (chargeRequest, int64, *httpapi.Refusal) {
 		return c, 0, httpx.Invalid("customer must be a provider id of letters, digits and underscores")
 	case len(c.Description) > maxDescription:
 		return c, 0, httpx.Invalid("description must be at most %d bytes", maxDescription)
-	case len(c.Metadata) > maxMetadataKeys:
-		return c, 0, httpx.Invalid("metadata may have at most %d keys", maxMetadataKeys)
 	}
-	for k, v := range c.Metadata {
-		if k == "" || len(k) > maxMetadataKey || len(v) > maxMetadataValue {
-			return c, 0, httpx.Invalid("metadata keys must be 1 to %d bytes and values at most %d", maxMetadataKey, maxMetadataValue)
-		}
+	if refusal := checkMetadata(c.Metadata); refusal != nil {
+		return c, 0, refusal
 	}
 	return c, amount, nil
+}
+
+// ownMetadata are the metadata keys the charge sets on every intent; they
+// count against the provider's limit, and a client may not set them.
+var ownMetadata = []string{MetaOperation, MetaRequest, MetaGeneration}
+
+// checkMetadata holds the client's metadata to the provider's limits
+// (Stripe: 50 keys, key names up to 40 characters without square brackets,
+// values up to 500 characters), counting the charge's own keys, so that
+// the provider never refuses what was accepted here. The refusal names the
+// field.
+func checkMetadata(md map[string]string) *httpapi.Refusal {
+	if room := maxMetadataKeys - len(ownMetadata); len(md) > room {
+		return httpx.Invalid("metadata has %d keys; at most %d are allowed (the provider's %d, less the charge's own %d)", len(md), room, maxMetadataKeys, len(ownMetadata))
+	}
+	keys := slices.Sorted(maps.Keys(md))
+	for _, k := range keys {
+		v := md[k]
+		switch {
+		case k == "":
+			return httpx.Invalid("metadata has an empty key")
+		case utf8.RuneCountInString(k) > maxMetadataKey:
+			return httpx.Invalid("metadata key %q is over %d characters", k, maxMetadataKey)
+		case strings.ContainsAny(k, "[]"):
+			return httpx.Invalid("metadata key %q has a square bracket, which the provider does not allow", k)
+		case slices.Contains(ownMetadata, k) || k == MetaScope:
+			return httpx.Invalid("metadata key %q is reserved for the charge's own use", k)
+		case utf8.RuneCountInString(v) > maxMetadataValue:
+			return httpx.Invalid("metadata[%q] is over %d characters", k, maxMetadataValue)
+		}
+	}
+	return nil
 }
 
 // chargeBody is a parsed POST /charges body: what the handler gets.

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -49,5 +51,50 @@ func TestCurrencyAndAmountRules(t *testing.T) {
 		if (refusal == nil) != tc.ok {
 			t.Errorf("%d %s: refusal %v, want ok=%v", tc.amount, tc.currency, refusal, tc.ok)
 		}
+	}
+}
+
+// Metadata as the provider limits it, counting the charge's own keys: a
+// request the provider would refuse (and the charge then store as a final
+// provider_rejected) is refused here first, naming the field, and nothing
+// is written or sent.
+func TestMetadataPastTheProvidersLimitsIsRefusedFirst(t *testing.T) {
+	f := newFixture(t)
+	with := func(n int, key func(i int) string, value string) string {
+		md := map[string]string{}
+		for i := range n {
+			md[key(i)] = value
+		}
+		b, _ := json.Marshal(map[string]any{"amount": 1050, "currency": "usd", "payment_method": "pm_card_visa", "metadata": md})
+		return string(b)
+	}
+	numbered := func(i int) string { return "k" + strconv.Itoa(i) }
+	for _, tc := range []struct {
+		name, body, field string
+		ok               bool
+	}{
+		{"47 keys: 50 with the charge's", with(47, numbered, "v"), "", true},
+		{"48 keys: 51 with the charge's", with(48, numbered, "v"), "metadata", false},
+		{"50 keys", with(50, numbered, "v"), "metadata", false},
+		{"a 40-character key", with(1, func(int) string { return strings.Repeat("é", 40) }, "v"), "", true},
+		{"a 41-character key", with(1, func(int) string { return strings.Repeat("k", 41) }, "v"), "metadata key", false},
+		{"a 500-character value", with(1, numbered, strings.Repeat("é", 500)), "", true},
+		{"a 501-character value", with(1, numbered, strings.Repeat("v", 501)), "metadata[", false},
+		{"a bracketed key", with(1, func(int) string { return "a[b]" }, "v"), "metadata key", false},
+		{"the charge's own key", with(1, func(int) string { return MetaOperation }, "v"), "metadata key", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(f.sim.Effects())
+			items := f.items()
+			resp := f.call("POST", "/charges", "alice", "k-"+tc.name, tc.body)
+			switch {
+			case tc.ok && resp.StatusCode != 201:
+				t.Fatalf("got %d %s, want 201", resp.StatusCode, resp.Body)
+			case !tc.ok && (resp.StatusCode != 400 || errorCode(t, resp) != "invalid_request" || !strings.Contains(resp.Body, tc.field)):
+				t.Fatalf("got %d %s, want 400 naming %s", resp.StatusCode, resp.Body, tc.field)
+			case !tc.ok && (len(f.sim.Effects()) != before || f.items() != items):
+				t.Fatalf("a refused request wrote or sent something")
+			}
+		})
 	}
 }
