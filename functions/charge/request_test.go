@@ -71,7 +71,7 @@ func TestMetadataPastTheProvidersLimitsIsRefusedFirst(t *testing.T) {
 	numbered := func(i int) string { return "k" + strconv.Itoa(i) }
 	for _, tc := range []struct {
 		name, body, field string
-		ok               bool
+		ok                bool
 	}{
 		{"47 keys: 50 with the charge's", with(47, numbered, "v"), "", true},
 		{"48 keys: 51 with the charge's", with(48, numbered, "v"), "metadata", false},
