@@ -75,7 +75,8 @@ var needs = map[string]map[string][]string{
 	},
 	"OrderStatsFunction": {
 		"IdempotencyTable": {"dynamodb:DeleteItem", "dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
-		"OrderStatsTable":  {"dynamodb:UpdateItem"},
+		// GetItem: the newest order the stats hold (functions/orderstats/stats.go).
+		"OrderStatsTable": {"dynamodb:GetItem", "dynamodb:UpdateItem"},
 		// What polling a queue takes, on its own queue only.
 		"OrderEventsQueue": {"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"},
 	},

@@ -45,7 +45,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p := &projector{table: table, now: time.Now, log: log}
+	p := &projector{db: db, table: table, now: time.Now, log: log}
 	handler, err := store.SQS(p.project, func(o *idem.SQSOptions) { o.Scope, o.Key, o.Logger = consumer, eventID, log })
 	if err != nil {
 		return err

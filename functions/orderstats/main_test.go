@@ -49,7 +49,7 @@ func TestEachOrderCountsOnceHoweverDelivered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &projector{table: stats, now: time.Now, log: slog.New(slog.DiscardHandler)}
+	p := &projector{db: raw, table: stats, now: time.Now, log: slog.New(slog.DiscardHandler)}
 	handle, err := store.SQS(p.project, func(o *idem.SQSOptions) { o.Scope, o.Key = consumer, eventID })
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +110,7 @@ func newConsumer(t *testing.T) *consumerFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &projector{table: f.stats, now: clock, log: slog.New(slog.NewJSONHandler(f.logs, nil))}
+	p := &projector{db: f.raw, table: f.stats, now: clock, log: slog.New(slog.NewJSONHandler(f.logs, nil))}
 	if f.handle, err = store.SQS(p.project, func(o *idem.SQSOptions) { o.Scope, o.Key = consumer, eventID }); err != nil {
 		t.Fatal(err)
 	}
@@ -203,5 +203,54 @@ func TestOldRedriveIsRefusedAndSaidSo(t *testing.T) {
 	}
 	if n := f.count(t, "alice"); n != "1" || !strings.Contains(f.logs.String(), "change refused, older than the exactly-once window") {
 		t.Fatalf("order_count %s, logs %s: want the old change refused and said so", n, f.logs.String())
+	}
+}
+
+// An order's change, created at the unix time given, as the order function
+// writes it.
+func changeAt(t *testing.T, eventID, scope, order string, created int64) string {
+	t.Helper()
+	var r events.DynamoDBEventRecord
+	if err := json.Unmarshal([]byte(change(t, eventID, "INSERT", scope, order, 1)), &r); err != nil {
+		t.Fatal(err)
+	}
+	r.Change.NewImage["created"] = events.NewNumberAttribute(strconv.FormatInt(created, 10))
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// last_order_id is the newest order by its creation time, then by id,
+// whatever order the messages arrive in: an older order redelivered or
+// redriven after a newer one is counted and leaves it alone.
+func TestLastOrderIsTheNewestByCreationTime(t *testing.T) {
+	f := newConsumer(t)
+	now := f.now.Unix()
+	for i, step := range []struct {
+		body, want string
+	}{
+		{changeAt(t, "e2", "alice", "o2", now-10), "o2"},
+		{changeAt(t, "e1", "alice", "o1", now-60), "o2"}, // older, redriven late
+		{changeAt(t, "e3", "alice", "o3", now-10), "o3"}, // the same second: the greater id
+		{changeAt(t, "e0", "alice", "o0", now-3600), "o3"},
+		{changeAt(t, "e4", "alice", "o4", now), "o4"},
+	} {
+		resp, err := f.handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m" + strconv.Itoa(i), Body: step.body}}})
+		if err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("step %d: %+v %v", i, resp, err)
+		}
+		out, err := f.raw.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(f.stats), ConsistentRead: aws.Bool(true),
+			Key: map[string]types.AttributeValue{attrScope: &types.AttributeValueMemberS{Value: "alice"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id, _ := out.Item["last_order_id"].(*types.AttributeValueMemberS); id == nil || id.Value != step.want {
+			t.Fatalf("step %d: last_order_id %v, want %s", i, out.Item["last_order_id"], step.want)
+		}
+	}
+	if n := f.count(t, "alice"); n != "5" {
+		t.Fatalf("order_count %s, want 5", n)
 	}
 }

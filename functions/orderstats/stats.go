@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkeys/idem/pkg/idem"
@@ -49,14 +50,22 @@ const (
 )
 
 type projector struct {
+	db    statsReader
 	table string // OrderStatsTable
 	now   func() time.Time
 	log   *slog.Logger
 }
 
+// statsReader is the read the projection makes of OrderStatsTable.
+type statsReader interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+}
+
 // project counts each new order into its owner's stats. The counters are
 // ADDed, which would count a duplicate twice: the update commits with the
-// message's processed marker, once.
+// message's processed marker, once. last_order_id is the newest order by
+// its creation time (then by id), whatever order the messages come in: an
+// older order redelivered or redriven leaves it alone.
 func (p *projector) project(ctx context.Context, msg events.SQSMessage, tx *idem.Tx) error {
 	var r record
 	if err := json.Unmarshal([]byte(msg.Body), &r); err != nil {
@@ -79,17 +88,63 @@ func (p *projector) project(ctx context.Context, msg events.SQSMessage, tx *idem
 	if err != nil {
 		return fmt.Errorf("stream record %s: %w", r.EventID, err)
 	}
-	tx.Add(types.TransactWriteItem{Update: &types.Update{
-		TableName:        aws.String(p.table),
-		Key:              map[string]types.AttributeValue{attrScope: &types.AttributeValueMemberS{Value: scope}},
-		UpdateExpression: aws.String("ADD order_count :one, item_count :items SET last_order_id = :id"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":one":   &types.AttributeValueMemberN{Value: "1"},
-			":items": &types.AttributeValueMemberN{Value: strconv.Itoa(items)},
-			":id":    &types.AttributeValueMemberS{Value: id},
-		},
-	}}, nil)
+	created := r.Change.ApproximateCreationDateTime.Unix() // an order written before it kept its own
+	if img["created"].DataType() == events.DataTypeNumber {
+		if created, err = strconv.ParseInt(img["created"].Number(), 10, 64); err != nil {
+			return fmt.Errorf("stream record %s: created is not a unix time", r.EventID)
+		}
+	}
+	up, err := p.update(ctx, scope, latest{created, id}, items)
+	if err != nil {
+		return err
+	}
+	tx.Add(types.TransactWriteItem{Update: up}, nil)
 	return nil
+}
+
+// latest is the newest order a scope's stats have seen.
+type latest struct {
+	created int64 // unix seconds, the order's own creation time
+	id      string
+}
+
+func (a latest) newerThan(b latest) bool {
+	return a.created > b.created || a.created == b.created && a.id > b.id
+}
+
+// update counts the order and, when it is newer than the newest the stats
+// hold, makes it last_order_id. It is conditioned on the newest it read,
+// so that a concurrent projection's fails the write and its message is
+// retried, rather than an older order winning.
+func (p *projector) update(ctx context.Context, scope string, o latest, items int) (*types.Update, error) {
+	key := map[string]types.AttributeValue{attrScope: &types.AttributeValueMemberS{Value: scope}}
+	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(p.table), Key: key, ConsistentRead: aws.Bool(true),
+		ProjectionExpression: aws.String("last_order_id, last_order_created")})
+	if err != nil {
+		return nil, fmt.Errorf("read the stats of the scope: %w", err)
+	}
+	values := map[string]types.AttributeValue{
+		":one":   &types.AttributeValueMemberN{Value: "1"},
+		":items": &types.AttributeValueMemberN{Value: strconv.Itoa(items)},
+	}
+	up := &types.Update{TableName: aws.String(p.table), Key: key, UpdateExpression: aws.String("ADD order_count :one, item_count :items"),
+		ConditionExpression: aws.String("attribute_not_exists(last_order_created)"), ExpressionAttributeValues: values}
+	var seen latest
+	if c, ok := out.Item["last_order_created"].(*types.AttributeValueMemberN); ok {
+		if seen.created, err = strconv.ParseInt(c.Value, 10, 64); err != nil {
+			return nil, fmt.Errorf("the stats of the scope: last_order_created is not a unix time")
+		}
+		if id, ok := out.Item["last_order_id"].(*types.AttributeValueMemberS); ok {
+			seen.id = id.Value
+		}
+		up.ConditionExpression = aws.String("last_order_created = :seen_created AND last_order_id = :seen_id")
+		values[":seen_created"], values[":seen_id"] = out.Item["last_order_created"], &types.AttributeValueMemberS{Value: seen.id}
+	}
+	if _, known := out.Item["last_order_created"]; !known || o.newerThan(seen) {
+		*up.UpdateExpression += " SET last_order_id = :id, last_order_created = :created"
+		values[":id"], values[":created"] = &types.AttributeValueMemberS{Value: o.id}, &types.AttributeValueMemberN{Value: strconv.FormatInt(o.created, 10)}
+	}
+	return up, nil
 }
 
 // quantities adds up the line items' quantities. A value of another type
