@@ -41,6 +41,7 @@ test: deps vet
 FUZZTIME ?= 5s
 fuzz:
 	@for f in FuzzCanonicalJSON FuzzCanonicalJSONMatchesOld FuzzParseKeyHeader FuzzHTTPAdapter FuzzFunctionURL FuzzRESTAPI FuzzALB FuzzMiddleware FuzzFunction; do \
+	  echo "• fuzz $$f for $(FUZZTIME)"; \
 	  $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./pkg/idem || exit 1; \
 	done
 
