@@ -1,0 +1,130 @@
+package functions_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// translate is the SAM translator's script (aws-sam-translator, which
+// cfn-lint uses too): the template as CloudFormation deploys it, after the
+// transform, as JSON. CodeUri is set to an S3 URI, as cfn-lint does, since
+// the translator accepts no local path.
+const translate = `
+import json, os, sys
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+from cfnlint.decode import decode
+from samtranslator.translator.transform import transform
+class NoManagedPolicies:
+    def load(self): return {}
+tpl, matches = decode(sys.argv[1])
+if matches: sys.exit(str(matches))
+fn = tpl.get("Globals", {}).get("Function", {})
+if "CodeUri" in fn: fn["CodeUri"] = "s3://bucket/code.zip"
+for r in tpl["Resources"].values():
+    if r.get("Type") == "AWS::Serverless::Function" and "CodeUri" in r.get("Properties", {}):
+        r["Properties"]["CodeUri"] = "s3://bucket/code.zip"
+json.dump(transform(tpl, {}, NoManagedPolicies()), sys.stdout, default=str)
+`
+
+type resource struct {
+	Type       string         `json:"Type"`
+	Properties map[string]any `json:"Properties"`
+}
+
+// transformed is template.yaml after SAM's transform (TRANSFORM_TEMPLATE
+// names another template, to show these tests red on an older one).
+func transformed(t *testing.T) map[string]resource {
+	t.Helper()
+	path, _ := load(t)
+	if p := os.Getenv("TRANSFORM_TEMPLATE"); p != "" {
+		path = p
+	}
+	if err := exec.Command("python3", "-c", "import samtranslator, cfnlint").Run(); err != nil {
+		t.Skip("aws-sam-translator and cfn-lint are not installed for python3:", err)
+	}
+	out, err := exec.Command("python3", "-c", translate, path).Output()
+	if err != nil {
+		t.Fatalf("SAM transform: %v %s", err, exitStderr(err))
+	}
+	var doc struct {
+		Resources map[string]resource `json:"Resources"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.Resources
+}
+
+func exitStderr(err error) string {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return string(ee.Stderr)
+	}
+	return ""
+}
+
+// statements are the statements of a role's inline policies.
+func statements(role resource) []map[string]any {
+	var out []map[string]any
+	policies, _ := role.Properties["Policies"].([]any)
+	for _, p := range policies {
+		doc, _ := p.(map[string]any)["PolicyDocument"].(map[string]any)
+		sts, _ := doc["Statement"].([]any)
+		for _, st := range sts {
+			if m, ok := st.(map[string]any); ok {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+func list(v any) []string {
+	switch v := v.(type) {
+	case []any:
+		var out []string
+		for _, x := range v {
+			out = append(out, list(x)...)
+		}
+		return out
+	case nil:
+		return nil
+	default:
+		b, _ := json.Marshal(v)
+		if s, ok := v.(string); ok {
+			return []string{s}
+		}
+		return []string{string(b)}
+	}
+}
+
+// subOf reads {"Fn::Sub": "..."} as its string.
+func subOf(v any) string {
+	if m, ok := v.(map[string]any); ok {
+		if s, ok := m["Fn::Sub"].(string); ok {
+			return s
+		}
+	}
+	return fmt.Sprint(v)
+}
+
+// Every table refuses DeleteTable (DeletionPolicy: Retain covers only a
+// stack deletion).
+func TestEveryTableRefusesDeletion(t *testing.T) {
+	res := transformed(t)
+	n := 0
+	for id, r := range res {
+		if r.Type != "AWS::DynamoDB::Table" {
+			continue
+		}
+		n++
+		if r.Properties["DeletionProtectionEnabled"] != true {
+			t.Errorf("%s: DeletionProtectionEnabled %v, want true", id, r.Properties["DeletionProtectionEnabled"])
+		}
+	}
+	if n == 0 {
+		t.Fatal("no tables")
+	}
+}
