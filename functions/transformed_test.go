@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/idemkeys/idem/pkg/idem"
 )
 
 // translate is the SAM translator's script (aws-sam-translator, which
@@ -126,5 +130,30 @@ func TestEveryTableRefusesDeletion(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no tables")
+	}
+}
+
+// The order events queue keeps a message at least as long as the
+// consumer's exactly-once window (orderstats.MaxAge: idem.MaxTTL less a
+// day), and an alarm watches the age of its oldest message.
+func TestOrderEventsOutliveTheWindowAndTheirAgeIsWatched(t *testing.T) {
+	res := transformed(t)
+	window := idem.MaxTTL - 24*time.Hour
+	q := res["OrderEventsQueue"]
+	retention, _ := q.Properties["MessageRetentionPeriod"].(float64)
+	if time.Duration(retention)*time.Second < window {
+		t.Errorf("OrderEventsQueue keeps messages %vs, shorter than the %v window", q.Properties["MessageRetentionPeriod"], window)
+	}
+	watched := false
+	for _, r := range res {
+		if r.Type != "AWS::CloudWatch::Alarm" || r.Properties["MetricName"] != "ApproximateAgeOfOldestMessage" {
+			continue
+		}
+		if strings.Contains(fmt.Sprint(r.Properties["Dimensions"]), "OrderEventsQueue QueueName") {
+			watched = true
+		}
+	}
+	if !watched {
+		t.Error("no alarm on OrderEventsQueue's ApproximateAgeOfOldestMessage")
 	}
 }
