@@ -59,13 +59,24 @@ func parse(t *testing.T, params map[string]any) *cloudformation.Template {
 	return tpl
 }
 
-// statements returns the charge function's policy statements.
+// chargeStatements returns the policy statements of the charge function's
+// role.
 func chargeStatements(t *testing.T, tpl *cloudformation.Template) []map[string]any {
 	t.Helper()
 	fn := tpl.GetAllServerlessFunctionResources()["ChargeFunction"]
+	if fn.Role == nil {
+		t.Fatal("ChargeFunction has no role of its own")
+	}
+	id := strings.TrimSuffix(strings.TrimPrefix(*fn.Role, "GetAtt "), ".Arn")
+	role, ok := tpl.GetAllIAMRoleResources()[id]
+	if !ok {
+		t.Fatalf("ChargeFunction's role %q is no role of the template", *fn.Role)
+	}
 	var out []map[string]any
-	for _, doc := range *fn.Policies.IAMPolicyDocumentArray {
-		for _, st := range doc.Statement {
+	for _, p := range role.Policies {
+		doc, _ := p.PolicyDocument.(map[string]any)
+		sts, _ := doc["Statement"].([]any)
+		for _, st := range sts {
 			if m, ok := st.(map[string]any); ok {
 				out = append(out, m)
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -112,6 +113,70 @@ func subOf(v any) string {
 		}
 	}
 	return fmt.Sprint(v)
+}
+
+// As deployed, every function's role may write only its own log group (no
+// AWSLambdaBasicExecutionRole, whose logs:* on * lets a function forge log
+// lines and EMF metrics anywhere), and no role grants logs on a wildcard.
+func TestEveryRoleMayWriteOnlyItsOwnLogGroup(t *testing.T) {
+	res := transformed(t)
+	fns := 0
+	for id, fn := range res {
+		if fn.Type != "AWS::Lambda::Function" {
+			continue
+		}
+		fns++
+		roleRef, _ := fn.Properties["Role"].(map[string]any)["Fn::GetAtt"].([]any)
+		if len(roleRef) != 2 {
+			t.Errorf("%s: role %v is no role of the stack", id, fn.Properties["Role"])
+			continue
+		}
+		role := res[fmt.Sprint(roleRef[0])]
+		if arns := role.Properties["ManagedPolicyArns"]; arns != nil {
+			t.Errorf("%s: role %s has managed policies %v", id, roleRef[0], arns)
+		}
+		cfg, _ := fn.Properties["LoggingConfig"].(map[string]any)
+		groupID, _ := cfg["LogGroup"].(map[string]any)["Ref"].(string)
+		group, ok := res[groupID]
+		if !ok {
+			t.Errorf("%s: LoggingConfig %v is no log group of the stack", id, cfg)
+			continue
+		}
+		own := "arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:log-group:" + subOf(group.Properties["LogGroupName"]) + ":*"
+		wrote := false
+		for _, st := range statements(role) {
+			actions := list(st["Action"])
+			if !slices.ContainsFunc(actions, func(a string) bool { return strings.HasPrefix(a, "logs:") }) {
+				continue
+			}
+			wrote = true
+			slices.Sort(actions)
+			if !slices.Equal(actions, []string{"logs:CreateLogStream", "logs:PutLogEvents"}) {
+				t.Errorf("%s: logs actions %v, want only CreateLogStream and PutLogEvents", id, actions)
+			}
+			if subOf(st["Resource"]) != own {
+				t.Errorf("%s: logs on %v, want only its own group %s", id, st["Resource"], own)
+			}
+		}
+		if !wrote {
+			t.Errorf("%s: its role may not write its own log group", id)
+		}
+	}
+	if fns != 3 {
+		t.Fatalf("%d functions after the transform, want 3", fns)
+	}
+	for id, r := range res {
+		if r.Type != "AWS::IAM::Role" {
+			continue
+		}
+		for _, st := range statements(r) {
+			for _, a := range list(st["Action"]) {
+				if strings.HasPrefix(a, "logs:") && slices.ContainsFunc(list(st["Resource"]), func(s string) bool { return s == "*" }) {
+					t.Errorf("%s: %s on *", id, a)
+				}
+			}
+		}
+	}
 }
 
 // Every table refuses DeleteTable (DeletionPolicy: Retain covers only a
