@@ -151,7 +151,7 @@ func TestSAMEnvVarsAreDeclaredAndEmptyWhenDeployed(t *testing.T) {
 	_, tpl := load(t)
 	local := map[string]string{dynamo.EndpointEnv: "http://h:1", "IDEM_LEASE": "3s", "PROVIDER_BASE_URL": "http://h:2", "PROVIDER_SECRET_KEY": "sk_test_local"}
 	tables := map[string]string{}
-	for _, id := range []string{"IdempotencyTable", "ChargesTable", "OrdersTable", "OrderStatsTable"} {
+	for _, id := range []string{"IdempotencyTable", "ChargesTable", "AttemptsTable", "OrdersTable", "OrderStatsTable"} {
 		tables[id] = "sam-" + id
 	}
 	vars, err := samenv.EnvVars(tpl, tables, local)

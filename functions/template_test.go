@@ -66,8 +66,10 @@ func TestOnlyTheIdempotencyTableExpiresItems(t *testing.T) {
 var needs = map[string]map[string][]string{
 	"ChargeFunction": {
 		"IdempotencyTable": {"dynamodb:DeleteItem", "dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
-		// The commit deletes the attempt marker (functions/charge/settle.go).
-		"ChargesTable": {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem"},
+		// No DeleteItem on the charges: only the attempt markers, which
+		// the commit deletes (functions/charge/settle.go), are deleted.
+		"ChargesTable":  {"dynamodb:GetItem", "dynamodb:PutItem"},
+		"AttemptsTable": {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem"},
 	},
 	"OrderFunction": {
 		"IdempotencyTable": {"dynamodb:DeleteItem", "dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},

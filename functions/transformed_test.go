@@ -179,6 +179,31 @@ func TestEveryRoleMayWriteOnlyItsOwnLogGroup(t *testing.T) {
 	}
 }
 
+// As deployed, the charge's role may delete attempt markers and nothing
+// else of the charge's: no DeleteItem on ChargesTable.
+func TestTheChargeRoleCannotDeleteACharge(t *testing.T) {
+	res := transformed(t)
+	ref, _ := res["ChargeFunction"].Properties["Role"].(map[string]any)["Fn::GetAtt"].([]any)
+	if len(ref) != 2 {
+		t.Fatal("ChargeFunction has no role of the stack after the transform")
+	}
+	role := res[fmt.Sprint(ref[0])]
+	var markers bool
+	for _, st := range statements(role) {
+		resources := fmt.Sprint(st["Resource"])
+		actions := list(st["Action"])
+		if strings.Contains(resources, "ChargesTable") && slices.ContainsFunc(actions, func(a string) bool { return a == "dynamodb:DeleteItem" || strings.HasSuffix(a, "*") }) {
+			t.Errorf("the charge role may delete from ChargesTable: %v on %s", actions, resources)
+		}
+		if strings.Contains(resources, "AttemptsTable") && slices.Contains(actions, "dynamodb:DeleteItem") {
+			markers = true
+		}
+	}
+	if !markers {
+		t.Error("the charge role may not delete its attempt markers from AttemptsTable")
+	}
+}
+
 // Every table refuses DeleteTable (DeletionPolicy: Retain covers only a
 // stack deletion).
 func TestEveryTableRefusesDeletion(t *testing.T) {

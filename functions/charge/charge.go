@@ -21,7 +21,8 @@ import (
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
-// Key attributes of ChargesTable in template.yaml; a test checks they agree.
+// Key attributes of ChargesTable and AttemptsTable in template.yaml; a test
+// checks they agree.
 const (
 	attrScope    = "scope"
 	attrChargeID = "charge_id"
@@ -53,6 +54,7 @@ type server struct {
 	store      *idem.Store
 	db         chargeDB
 	table      string // ChargesTable
+	attempts   string // AttemptsTable: the attempt markers
 	payments   Payments
 	scopeClaim string
 	log        *slog.Logger
@@ -170,7 +172,7 @@ func (s *server) commit(tx *idem.Tx, scope, key string, ch *charge, stored bool)
 
 // commitMarkerOnly adds the delete of the operation's marker.
 func (s *server) commitMarkerOnly(tx *idem.Tx, scope, key string) {
-	tx.Add(types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table), Key: markerKey(scope, key)}}, nil)
+	tx.Add(types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.attempts), Key: markerKey(scope, key)}}, nil)
 }
 
 // committed reads the charge record ch's id already has, when it is this

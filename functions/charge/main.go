@@ -3,7 +3,8 @@
 //
 // Configuration, read once here:
 //
-//	IDEMPOTENCY_TABLE, CHARGES_TABLE   the tables (template.yaml sets them)
+//	IDEMPOTENCY_TABLE, CHARGES_TABLE,
+//	ATTEMPTS_TABLE                     the tables (template.yaml sets them)
 //	SCOPE_CLAIM                        the JWT claim that names the caller (default sub)
 //	IDEM_LEASE                         a shorter idempotency lease, for local runs (e.g. 3s)
 //	PROVIDER_BASE_URL                  the Stripe-compatible API
@@ -50,6 +51,10 @@ func newServer(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
+	attempts, err := config.Env("ATTEMPTS_TABLE")
+	if err != nil {
+		return nil, err
+	}
 	baseURL, err := config.Env("PROVIDER_BASE_URL")
 	if err != nil {
 		return nil, err
@@ -71,7 +76,7 @@ func newServer(ctx context.Context) (*server, error) {
 		return nil, err
 	}
 	return &server{
-		store: store, db: db, table: charges, scopeClaim: config.ScopeClaim(), log: log, now: time.Now,
+		store: store, db: db, table: charges, attempts: attempts, scopeClaim: config.ScopeClaim(), log: log, now: time.Now,
 		payments: newStripePayments(baseURL, secret, log),
 	}, nil
 }

@@ -75,7 +75,8 @@ func newFixture(t *testing.T, storeOpts ...func(*idem.Options)) *fixture {
 	f.api = api.URL
 	idemTable := dynamotest.Table(t, db, "IdempotencyTable")
 	charges := dynamotest.Table(t, db, "ChargesTable")
-	f.tables = []string{idemTable, charges}
+	attempts := dynamotest.Table(t, db, "AttemptsTable")
+	f.tables = []string{idemTable, charges, attempts}
 	store, err := idem.New(db, idemTable, append([]func(*idem.Options){func(o *idem.Options) { o.Clock = f.clock.now }}, storeOpts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +84,7 @@ func newFixture(t *testing.T, storeOpts ...func(*idem.Options)) *fixture {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	payments := newStripePayments(api.URL, secret, log)
 	payments.keyInUse = []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond}
-	f.server = &server{store: store, db: f.raw, table: charges, scopeClaim: "sub", log: log, now: f.clock.now, payments: payments}
+	f.server = &server{store: store, db: f.raw, table: charges, attempts: attempts, scopeClaim: "sub", log: log, now: f.clock.now, payments: payments}
 	f.Caller = apitest.Caller{T: t, Routes: apitest.Function(t, "ChargeFunction").Routes, Handle: f.server.routes()}
 	return f
 }
@@ -333,4 +334,5 @@ func TestChargesAreScopedToTheCaller(t *testing.T) {
 func TestTemplateRoutesAndTablesMatchTheCode(t *testing.T) {
 	apitest.CheckRoutes(t, apitest.Function(t, "ChargeFunction"), (&server{store: &idem.Store{}}).routes())
 	apitest.CheckKeys(t, "ChargesTable", attrScope, attrChargeID)
+	apitest.CheckKeys(t, "AttemptsTable", attrScope, attrChargeID)
 }

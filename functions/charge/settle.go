@@ -29,8 +29,9 @@ import (
 // So every intent carries the operation's id in its metadata (MetaOperation:
 // its first downstream key, a digest of scope and key; MetaRequest, the
 // request's fingerprint), and the charge keeps an attempt marker in
-// ChargesTable from its first provider call until its commit, which
-// deletes it. The marker keeps the payer resolved for the operation, so
+// AttemptsTable from its first provider call until its commit, which
+// deletes it (a table of its own: the role that deletes markers may not
+// delete a charge). The marker keeps the payer resolved for the operation, so
 // every retry sends the provider the same request under the key.
 //
 // A retry that finds the marker lists the intents created since the marker
@@ -61,7 +62,7 @@ const unknownSettle = time.Minute
 const listWindow = 5 * time.Minute
 
 // markerPrefix makes a marker's sort key, which no charge id can be ("#" is
-// not in httpx.ID, so GET /charges/{id} never reads one).
+// not in httpx.ID), should the two tables ever be mixed up.
 const markerPrefix = "attempt#"
 
 // marker is an operation with a provider call made and no result stored.
@@ -89,7 +90,8 @@ func markerKey(scope, key string) map[string]types.AttributeValue {
 	}
 }
 
-// chargeDB is what the charge writes and reads itself in ChargesTable.
+// chargeDB is what the charge writes and reads itself in ChargesTable and
+// AttemptsTable.
 type chargeDB interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
@@ -129,7 +131,7 @@ func (s *server) begin(ctx context.Context, scope, key, request string, resolve 
 		return marker{}, false, err
 	}
 	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(charge_id)"),
+		TableName: aws.String(s.attempts), Item: item, ConditionExpression: aws.String("attribute_not_exists(charge_id)"),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	var ccf *types.ConditionalCheckFailedException
@@ -152,7 +154,7 @@ func (s *server) begin(ctx context.Context, scope, key, request string, resolve 
 
 // readMarker reads the operation's marker, nil when there is none.
 func (s *server) readMarker(ctx context.Context, scope, key string) (*marker, error) {
-	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: markerKey(scope, key), ConsistentRead: aws.Bool(true)})
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.attempts), Key: markerKey(scope, key), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return nil, fmt.Errorf("read the attempt marker: %w", err)
 	}
@@ -171,7 +173,7 @@ func (s *server) putMarker(ctx context.Context, m marker) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}); err != nil {
+	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.attempts), Item: item}); err != nil {
 		return fmt.Errorf("write the attempt marker: %w", err)
 	}
 	return nil
