@@ -23,6 +23,23 @@ import (
 // template.yaml must not (a test holds it to that).
 const EnvVar = "AWS_SAM_LOCAL"
 
+// The placeholders the SAM CLI puts in every payload 2.0 event that
+// sam local start-api builds (aws-sam-cli, samcli/local/events/api_event.py:
+// RequestContextV2's defaults, which its event constructor never
+// overrides): AWS's documentation account id and a made-up API id. No
+// event API Gateway sends carries both, so the unverified path is taken
+// only for an event that does: AWS_SAM_LOCAL on a deployed function is not
+// enough to make it trust a token.
+const (
+	SAMAccountID = "123456789012"
+	SAMAPIID     = "1234567890"
+)
+
+// fromSAMCLI says whether req carries the SAM CLI's placeholders.
+func fromSAMCLI(req *events.APIGatewayV2HTTPRequest) bool {
+	return req.RequestContext.AccountID == SAMAccountID && req.RequestContext.APIID == SAMAPIID
+}
+
 // Handler is an HTTP API function's handler, as lambda.Start takes it.
 type Handler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 
@@ -37,15 +54,17 @@ func Serve(r httpx.Routes, claim string, log *slog.Logger) Handler {
 	return UnverifiedClaims(r.Handle, claim, log)
 }
 
-// UnverifiedClaims fills the claims of a request that carries none from its
-// bearer token, WITHOUT checking the token's signature, issuer, audience or
-// expiry, then calls h. It is for the SAM CLI only: sam local start-api does
+// UnverifiedClaims fills the claims of a request that carries none, and
+// that carries the SAM CLI's placeholders (SAMAccountID and SAMAPIID), from
+// its bearer token, WITHOUT checking the token's signature, issuer,
+// audience or expiry, then calls h. It is for the SAM CLI only: sam local start-api does
 // not run an HTTP API's JWT authorizer (it logs "Authorizer ... with type
 // 'JWT' is currently not supported", aws-sam-cli #6550 and #2833) and passes
 // the request on without requestContext.authorizer, which would make every
 // route answer 401. Claims that an authorizer verified are never replaced;
-// a request without a token, or whose token has no claim, goes on as it
-// came (and gets 401). The first request it fills is logged at WARN, once
+// a request without the placeholders (an event of API Gateway's, or a
+// hand-made one without them), without a token, or whose token has no
+// claim, goes on as it came (and gets 401). The first request it fills is logged at WARN, once
 // per process, naming the claim, never the token or the claims' values.
 func UnverifiedClaims(h Handler, claim string, log *slog.Logger) Handler {
 	if claim == "" {
@@ -53,7 +72,7 @@ func UnverifiedClaims(h Handler, claim string, log *slog.Logger) Handler {
 	}
 	var once sync.Once
 	return func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-		if a := req.RequestContext.Authorizer; a == nil || a.JWT == nil || len(a.JWT.Claims) == 0 {
+		if a := req.RequestContext.Authorizer; fromSAMCLI(&req) && (a == nil || a.JWT == nil || len(a.JWT.Claims) == 0) {
 			if claims := bearerClaims(req.Headers); claims[claim] != "" {
 				once.Do(func() {
 					log.Warn("UNVERIFIED IDENTITY: "+EnvVar+"=true and the request carries no verified claims, "+

@@ -36,9 +36,11 @@ func token(t *testing.T, claims jwt.MapClaims) string {
 }
 
 // samEvent is a request as sam local start-api builds it: payload 2.0,
-// header names as the client sent them (Flask's), no authorizer context.
+// header names as the client sent them (Flask's), the SAM CLI's placeholder
+// account and API ids, no authorizer context.
 func samEvent(headers map[string]string) events.APIGatewayV2HTTPRequest {
-	return events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "GET /me", RawPath: "/me", Headers: headers}
+	return events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "GET /me", RawPath: "/me", Headers: headers,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{AccountID: SAMAccountID, APIID: SAMAPIID, Stage: "$default", DomainName: "localhost"}}
 }
 
 func verified(sub string) *events.APIGatewayV2HTTPRequestContextAuthorizerDescription {
@@ -104,5 +106,30 @@ func TestUnverifiedClaimsWarnOncePerProcessWithoutTheToken(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), tok) || strings.Contains(logs.String(), "user-sam-1") {
 		t.Fatalf("the warning carries the token or a claim's value: %s", logs.String())
+	}
+}
+
+// AWS_SAM_LOCAL alone never makes a function trust a token: an event as API
+// Gateway sends it (a real account and API id), or one with only one of
+// the SAM CLI's placeholders, that reaches a function with the variable set
+// and no verified claims (a deployed function given the variable by hand,
+// a route or a caller that skips the authorizer) gets 401.
+func TestAWSSAMLocalAloneTrustsNoToken(t *testing.T) {
+	tok := token(t, jwt.MapClaims{"sub": "forged-tenant"})
+	headers := map[string]string{"authorization": "Bearer " + tok, "content-type": "application/json"}
+	apiGateway := events.APIGatewayV2HTTPRequest{Version: "2.0", RouteKey: "GET /me", RawPath: "/me", Headers: headers,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{AccountID: "111122223333", APIID: "a1b2c3d4e5", Stage: "$default",
+			DomainName: "a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com", DomainPrefix: "a1b2c3d4e5", RequestID: "JKJaXmPLvHcESHA=",
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET", Path: "/me", Protocol: "HTTP/1.1", SourceIP: "203.0.113.7"}}}
+	onlyAccount, onlyAPI := apiGateway, apiGateway
+	onlyAccount.RequestContext.AccountID = SAMAccountID
+	onlyAPI.RequestContext.APIID = SAMAPIID
+	t.Setenv(EnvVar, "true")
+	h := Serve(whoami, "sub", slog.New(slog.DiscardHandler))
+	for name, req := range map[string]events.APIGatewayV2HTTPRequest{"API Gateway's event": apiGateway, "only the account placeholder": onlyAccount, "only the API placeholder": onlyAPI} {
+		resp, err := h(context.Background(), req)
+		if err != nil || resp.StatusCode != 401 {
+			t.Errorf("%s with %s=true: %d %q (%v), want 401", name, EnvVar, resp.StatusCode, resp.Body, err)
+		}
 	}
 }
