@@ -247,3 +247,26 @@ func TestOrderEventsOutliveTheWindowAndTheirAgeIsWatched(t *testing.T) {
 		t.Error("no alarm on OrderEventsQueue's ApproximateAgeOfOldestMessage")
 	}
 }
+
+// A function trusts the claims in its event as API Gateway's (SECURITY.md,
+// "A direct invocation"): so, as deployed, only the HTTP API may invoke the
+// HTTP functions, route by route, and no function has a URL.
+func TestOnlyTheHTTPAPIMayInvokeTheFunctions(t *testing.T) {
+	res := transformed(t)
+	n := 0
+	for id, r := range res {
+		switch r.Type {
+		case "AWS::Lambda::Url":
+			t.Errorf("%s: a function URL, which no authorizer guards", id)
+		case "AWS::Lambda::Permission":
+			n++
+			source, _ := json.Marshal(r.Properties["SourceArn"])
+			if r.Properties["Principal"] != "apigateway.amazonaws.com" || !strings.Contains(string(source), `{"Ref":"HttpApi"}`) {
+				t.Errorf("%s: %v may invoke, from %s; want only the HTTP API", id, r.Properties["Principal"], source)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no invoke permissions: the HTTP API could not call the functions")
+	}
+}
