@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemkeys/idem/local/provider"
 	"github.com/idemkeys/idem/pkg/idem"
@@ -328,5 +331,57 @@ func TestReusedKeyAfterAnAbandonedOperationIsANewOne(t *testing.T) {
 	effects := f.sim.Effects()
 	if resp.StatusCode != 201 || len(effects) != 2 || !strings.HasSuffix(effects[1].IdempotencyKey, "-1") || effects[1].Amount != 2000 {
 		t.Fatalf("reused key = %d %s, effects %+v: want a new charge under the next key", resp.StatusCode, resp.Body, effects)
+	}
+}
+
+// A 202 requires_action carries the client secret the customer's client
+// finishes 3-D Secure with (it is never kept in the charge record), and
+// GET /charges/{id} reads a status that is not final again from the
+// provider: once authenticated, or once an asynchronous payment settled or
+// failed, the charge says so, and keeps saying so. A final status is never
+// read again.
+func TestNotFinalChargesCarryTheClientSecretAndGetRefreshesThem(t *testing.T) {
+	f := newFixture(t)
+	for _, tc := range []struct {
+		pm            string
+		succeed       bool
+		before, after string
+	}{
+		{provider.CardThreeDSRequired, true, "requires_action", "succeeded"},
+		{provider.CardThreeDSRequired, false, "requires_action", "declined"},
+		{provider.Processing, true, "processing", "succeeded"},
+		{provider.Processing, false, "processing", "declined"},
+	} {
+		name := tc.pm + " " + tc.after
+		first := f.call("POST", "/charges", "alice", name, body(tc.pm))
+		ch := charged(t, first)
+		effects := f.sim.Effects()
+		id := effects[len(effects)-1].PaymentIntentID
+		wantSecret := tc.before == "requires_action"
+		if first.StatusCode != 202 || ch.Status != tc.before || (ch.ClientSecret != "") != wantSecret || wantSecret && !strings.HasPrefix(ch.ClientSecret, id+"_secret_") {
+			t.Fatalf("%s: %d %s, want 202 %s with the client secret=%v", name, first.StatusCode, first.Body, tc.before, wantSecret)
+		}
+		if got := charged(t, f.call("GET", "/charges/"+ch.ID, "alice", "", "")); got.Status != tc.before || got.ClientSecret != ch.ClientSecret {
+			t.Fatalf("%s: GET before = %+v", name, got)
+		}
+		if err := f.sim.Resolve(id, tc.succeed); err != nil {
+			t.Fatal(err)
+		}
+		if got := charged(t, f.call("GET", "/charges/"+ch.ID, "alice", "", "")); got.Status != tc.after || got.ClientSecret != "" || got.NextAction != "" {
+			t.Fatalf("%s: GET after = %+v, want %s", name, got, tc.after)
+		}
+		before := f.requests.Load()
+		if got := charged(t, f.call("GET", "/charges/"+ch.ID, "alice", "", "")); got.Status != tc.after || f.requests.Load() != before {
+			t.Fatalf("%s: GET once final = %+v after %d provider requests, want %s from the record alone", name, got, f.requests.Load()-before, tc.after)
+		}
+	}
+	out, err := f.raw.Scan(context.Background(), &dynamodb.ScanInput{TableName: &f.tables[1], ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, item := range out.Items {
+		if _, kept := item["client_secret"]; kept {
+			t.Fatalf("a charge record keeps the client secret: %v", item[attrChargeID])
+		}
 	}
 }

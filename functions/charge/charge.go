@@ -46,6 +46,10 @@ type charge struct {
 	DeclineCode   string            `dynamodbav:"decline_code,omitempty" json:"decline_code,omitempty"`
 	ErrorCode     string            `dynamodbav:"error_code,omitempty" json:"error_code,omitempty"`
 	NextAction    string            `dynamodbav:"next_action,omitempty" json:"next_action,omitempty"`
+	// ClientSecret lets the customer's client finish a requires_action
+	// charge (Stripe.js handleNextAction). It is answered, never logged,
+	// and never kept in the charge record (GET reads it afresh).
+	ClientSecret string `dynamodbav:"-" json:"client_secret,omitempty"`
 	Created       int64             `dynamodbav:"created" json:"created"`
 	KeyHash       string            `dynamodbav:"key_hash" json:"-"` // for operators: which key made it
 }
@@ -251,9 +255,12 @@ func respond(ch *charge, a answer) (events.APIGatewayV2HTTPResponse, bool) {
 	case a.intent.Status == stripe.PaymentIntentStatusRequiresPaymentMethod || a.intent.Status == stripe.PaymentIntentStatusCanceled:
 		declined(ch, a.intent, a.intent.LastPaymentError) // found by settlement
 	default:
-		ch.ID, ch.Status = a.intent.ID, string(a.intent.Status)
+		ch.ID, ch.Status, ch.NextAction, ch.ClientSecret = a.intent.ID, string(a.intent.Status), "", ""
 		if a.intent.NextAction != nil {
 			ch.NextAction = string(a.intent.NextAction.Type)
+		}
+		if a.intent.Status == stripe.PaymentIntentStatusRequiresAction {
+			ch.ClientSecret = a.intent.ClientSecret
 		}
 	}
 	return render(ch), ch.ID != "" || ch.Status != "declined"
@@ -280,7 +287,7 @@ func render(ch *charge) events.APIGatewayV2HTTPResponse {
 // declined fills in a decline: the decline_code when the provider gives one
 // (card_declined), else the error's own code (expired_card, incorrect_cvc).
 func declined(ch *charge, pi *stripe.PaymentIntent, e *stripe.Error) {
-	ch.Status = "declined"
+	ch.Status, ch.NextAction, ch.ClientSecret = "declined", "", ""
 	if pi != nil {
 		ch.ID = pi.ID
 	}
@@ -292,12 +299,54 @@ func declined(ch *charge, pi *stripe.PaymentIntent, e *stripe.Error) {
 	}
 }
 
-// get reads one of the caller's charges.
+// get reads one of the caller's charges. A charge whose status is not
+// final (requires_action, processing) is read again from the provider: a
+// status that changed is written back, conditioned on the one read, and a
+// requires_action charge carries its client secret. Should the provider not
+// answer, the stored charge is answered as it is.
 func (s *server) get(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	var ch charge
 	own := httpx.OwnItems{DB: s.db, Table: s.table, Claim: s.scopeClaim, IDParam: "id", IDAttr: attrChargeID, Log: s.log}
 	return own.Get(ctx, req, &ch, func() any {
 		ch.Object = "charge"
+		if !final(ch.Status) {
+			s.refresh(ctx, &ch)
+		}
 		return ch
 	}), nil
+}
+
+// final says whether a stored status can no longer change.
+func final(status string) bool {
+	return status == "declined" || status == string(stripe.PaymentIntentStatusSucceeded) || status == string(stripe.PaymentIntentStatusCanceled)
+}
+
+// refresh reads ch's intent from the provider and, if its status moved,
+// writes the charge's new status back.
+func (s *server) refresh(ctx context.Context, ch *charge) {
+	pi, err := s.payments.PaymentIntent(ctx, ch.ID)
+	if err != nil {
+		s.log.Warn("charge: status not refreshed from the provider", "error", sanitized(err).Error())
+		return
+	}
+	was := *ch
+	respond(ch, answer{intent: pi})
+	if ch.Status == was.Status {
+		return
+	}
+	ch.ClientSecret = ""
+	if ch.Status == string(stripe.PaymentIntentStatusRequiresAction) {
+		ch.ClientSecret = pi.ClientSecret
+	}
+	item, err := attributevalue.MarshalMap(ch)
+	if err == nil {
+		_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item,
+			ConditionExpression:       aws.String("#s = :was"),
+			ExpressionAttributeNames:  map[string]string{"#s": "status"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":was": &types.AttributeValueMemberS{Value: was.Status}},
+		})
+	}
+	if err != nil {
+		s.log.Warn("charge: refreshed status not written back", "error", err.Error())
+	}
 }

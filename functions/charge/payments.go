@@ -18,6 +18,7 @@ type Payments interface {
 	// (unix seconds), of customer when it is not "", newest first, every
 	// page: Stripe's list API, consistent after the write.
 	ListPaymentIntents(ctx context.Context, since, until int64, customer string) stripe.Seq2[*stripe.PaymentIntent, error]
+	PaymentIntent(ctx context.Context, id string) (*stripe.PaymentIntent, error)
 	Customer(ctx context.Context, id string) (*stripe.Customer, error)
 	PaymentMethod(ctx context.Context, id string) (*stripe.PaymentMethod, error)
 }
@@ -93,6 +94,10 @@ func (s *stripePayments) ListPaymentIntents(ctx context.Context, since, until in
 		p.Customer = stripe.String(customer)
 	}
 	return s.client.V1PaymentIntents.List(ctx, p)
+}
+
+func (s *stripePayments) PaymentIntent(ctx context.Context, id string) (*stripe.PaymentIntent, error) {
+	return s.client.V1PaymentIntents.Retrieve(ctx, id, nil)
 }
 
 func (s *stripePayments) Customer(ctx context.Context, id string) (*stripe.Customer, error) {

@@ -390,3 +390,34 @@ func orStatus(s string) string {
 	}
 	return s
 }
+
+// Resolve finishes what a payment intent waits for, as the customer or the
+// payment network would: a requires_action intent's authentication (3-D
+// Secure, done by the customer in Stripe.js) and a processing intent's
+// settlement. succeed moves it to succeeded with a charge; otherwise it goes
+// back to requires_payment_method with its last_payment_error: Stripe's
+// payment_intent_authentication_failure for a failed authentication, a
+// generic decline for a failed asynchronous payment (a choice of the
+// simulator's: Stripe's code there depends on the payment method). Other
+// statuses are an error.
+func (s *Simulator) Resolve(id string, succeed bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pi, ok := s.intents[id]
+	if !ok || pi.Status != "requires_action" && pi.Status != "processing" {
+		return fmt.Errorf("provider: no payment intent %q waiting for an action or a settlement", id)
+	}
+	was := pi.Status
+	pi.NextAction = nil
+	if succeed {
+		pi.Status, pi.LatestCharge = "succeeded", "ch_"+randomID()
+		return nil
+	}
+	pi.Status = "requires_payment_method"
+	pi.LastPaymentError = map[string]any{"type": "card_error", "code": "card_declined", "decline_code": "generic_decline", "message": "Your card was declined."}
+	if was == "requires_action" {
+		pi.LastPaymentError = map[string]any{"type": "invalid_request_error", "code": "payment_intent_authentication_failure",
+			"message": "The provided PaymentMethod has failed authentication. You can provide payment_method_data or a new PaymentMethod to attempt to fulfill this PaymentIntent again."}
+	}
+	return nil
+}

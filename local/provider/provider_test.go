@@ -418,3 +418,33 @@ func TestMetadataIsHeldToStripesLimits(t *testing.T) {
 		}
 	}
 }
+
+// An intent waiting for authentication or settlement is resolved as the
+// customer or the network would, and read back so.
+func TestResolveFinishesWhatAnIntentWaitsFor(t *testing.T) {
+	sim, c := newSim(t)
+	for _, tc := range []struct {
+		pm      string
+		succeed bool
+		status  string
+		code    string
+	}{
+		{CardThreeDSRequired, true, "succeeded", ""},
+		{CardThreeDSRequired, false, "requires_payment_method", "payment_intent_authentication_failure"},
+		{Processing, true, "succeeded", ""},
+		{Processing, false, "requires_payment_method", "card_declined"},
+	} {
+		id := c.create("", card(tc.pm)).body["id"].(string)
+		if err := sim.Resolve(id, tc.succeed); err != nil {
+			t.Fatal(err)
+		}
+		got := c.do("GET", "/v1/payment_intents/"+id, "", nil).body
+		lpe, _ := got["last_payment_error"].(map[string]any)
+		if got["status"] != tc.status || tc.code != "" && lpe["code"] != tc.code || got["next_action"] != nil {
+			t.Errorf("%s succeed=%v: %v, want %s %s", tc.pm, tc.succeed, got, tc.status, tc.code)
+		}
+		if err := sim.Resolve(id, true); err == nil {
+			t.Errorf("%s: resolved twice", tc.pm)
+		}
+	}
+}
