@@ -50,8 +50,8 @@ type charge struct {
 	// charge (Stripe.js handleNextAction). It is answered, never logged,
 	// and never kept in the charge record (GET reads it afresh).
 	ClientSecret string `dynamodbav:"-" json:"client_secret,omitempty"`
-	Created       int64             `dynamodbav:"created" json:"created"`
-	KeyHash       string            `dynamodbav:"key_hash" json:"-"` // for operators: which key made it
+	Created      int64  `dynamodbav:"created" json:"created"`
+	KeyHash      string `dynamodbav:"key_hash" json:"-"` // for operators: which key made it
 }
 
 type server struct {
