@@ -106,6 +106,9 @@ func TestEventFilesUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	sim := provider.New("sk_test_invoke", nil)
+	if err := sim.ConfigureSearch(""); err != nil { // PROVIDER_SIM_SEARCH, else an hour behind
+		t.Fatal(err)
+	}
 	api := httptest.NewServer(sim)
 	defer api.Close()
 	db := dynamotest.Client(t)
