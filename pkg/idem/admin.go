@@ -138,8 +138,8 @@ const condCompletedAsRead = "#status = :completed AND lease_token = :mine"
 //
 // A delete whose answer is lost is read back: the SDK's resend carries the
 // first send's ClientRequestToken, which DynamoDB answers with the first
-// send's success; with every answer lost, Delete reads the record, and a
-// record gone is reported as deleted.
+// send's success; with every answer lost, Delete reads the key, and the
+// record gone (or another under the key) is reported as deleted.
 func (s *Store) Delete(ctx context.Context, rec *KeyRecord, reason string) error {
 	if reason == "" {
 		return ErrNoReason
@@ -182,10 +182,13 @@ func (s *Store) Delete(ctx context.Context, rec *KeyRecord, reason string) error
 		case rerr != nil:
 			return fmt.Errorf("idem: delete: outcome unknown, read the record again: %w", errors.Join(err, rerr))
 		case r != nil && r.LeaseToken == rec.token:
-			return fmt.Errorf("idem: delete: not deleted: %w", err)
-		case r != nil:
-			return errors.Join(ErrRecordChanged, err)
+			// Still there: not deleted yet, but a send still in
+			// flight may land after this read.
+			return fmt.Errorf("idem: delete: outcome unknown (the record was still there when read back), read it again: %w", err)
 		}
+		// Gone, or another record under the key: a completed record
+		// changes only by being deleted or expiring, so the record rec
+		// was read as is gone (a request claimed the key after it).
 		s.opts.Logger.Warn("idem admin", append(logged, "answer_lost", true)...)
 		return nil
 	case err != nil:

@@ -28,13 +28,13 @@ type cached struct {
 // bytes. Only completed records enter it, so what it answers is what the
 // table would: the same response or the same 422.
 //
-// deleted remembers, per key, the lease token of the last record this
-// Store's Delete removed, so that a call that read that record before the
-// delete cannot put it back in after.
+// deleted remembers the records this Store's Delete removed (key and lease
+// token, the most recent MaxEntries of them), so that a call that read one
+// before the delete cannot put it back in after.
 type responseCache struct {
 	mu      sync.Mutex
 	lru     *simplelru.LRU[string, cached]
-	deleted *simplelru.LRU[string, string]
+	deleted *simplelru.LRU[string, struct{}]
 	bytes   int
 	max     int
 }
@@ -45,7 +45,7 @@ func newResponseCache(o CacheOptions) *responseCache {
 	}
 	c := &responseCache{max: o.MaxBytes}
 	c.lru, _ = simplelru.NewLRU(o.MaxEntries, func(_ string, v cached) { c.bytes -= v.size }) // size > 0: no error
-	c.deleted, _ = simplelru.NewLRU[string, string](o.MaxEntries, nil)
+	c.deleted, _ = simplelru.NewLRU[string, struct{}](o.MaxEntries, nil)
 	return c
 }
 
@@ -58,7 +58,7 @@ func (c *responseCache) forget(pk, token string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lru.Remove(pk)
-	c.deleted.Add(pk, token)
+	c.deleted.Add(pk+"\x00"+token, struct{}{})
 }
 
 // get is the live entry of pk, if any. A nil cache has none.
@@ -96,7 +96,7 @@ func (c *responseCache) put(pk, token, fp string, resp Response, expiresAt int64
 	v.resp = cloneResponse(resp) // not the one the caller goes on to hold
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if gone, ok := c.deleted.Peek(pk); ok && gone == token {
+	if c.deleted.Contains(pk + "\x00" + token) {
 		return
 	}
 	c.lru.Remove(pk)

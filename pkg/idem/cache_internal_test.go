@@ -25,3 +25,18 @@ func TestCacheKeepsADeletedRecordOut(t *testing.T) {
 		t.Fatalf("the new record under the key: %+v, %v; want it cached", v, ok)
 	}
 }
+
+// A reader of a record slow across two deletes (the record, then another
+// under the key) does not put the first back: every deleted record is kept
+// out, not only the last.
+func TestCacheKeepsEveryDeletedRecordOut(t *testing.T) {
+	c := newResponseCache(CacheOptions{MaxEntries: 10, MaxBytes: 1 << 16})
+	exp := time.Now().Add(time.Hour).Unix()
+	c.forget("pk", "t1")
+	c.put("pk", "t2", "fp2", Response{StatusCode: 200}, exp)
+	c.forget("pk", "t2")
+	c.put("pk", "t1", "fp1", Response{StatusCode: 201}, exp) // read before the first delete
+	if v, ok := c.get("pk", time.Now()); ok {
+		t.Fatalf("the first deleted record answered from the cache: %+v", v)
+	}
+}

@@ -72,16 +72,18 @@ func (s *Store) claim(ctx context.Context, c *call, seen *record) (*lease, *reco
 		}
 		return nil, got, nil
 	}
-	if errors.Is(err, ErrMisconfigured) {
-		return nil, nil, err // refused for the table itself: nothing landed
-	}
 	// An earlier send may have landed (its answer lost, and a later one
 	// refused or conflicting): hand the lease back at once rather than leave
 	// the request's own retries to wait it out. The lapse is fenced: where
 	// nothing landed it changes nothing.
-	s.lapse(ctx, l.pk, l.token)
-	if conflicted(err) {
+	_, _, lerr := s.lapse(ctx, l.pk, l.token)
+	switch {
+	case errors.Is(err, ErrMisconfigured):
+		return nil, nil, err // the table itself refused the claim; no work ran
+	case conflicted(err):
 		return nil, nil, inFlight(err)
+	case lerr != nil:
+		return nil, nil, fmt.Errorf("idem: claim outcome unknown, and its lease could not be lapsed (it runs out): %w (lapse: %v)", err, lerr)
 	}
 	return nil, nil, fmt.Errorf("idem: claim outcome unknown, lease lapsed: %w", err)
 }

@@ -20,7 +20,8 @@ import (
 // ConflictFunc decides the response when a business write's condition fails
 // (an order id already taken, say). old is the item that failed the
 // condition, as DynamoDB returned it. The response is then stored, without
-// any of the business writes; an error lapses the lease instead.
+// any of the business writes; an error lapses the lease instead, and so
+// does a response with a 5xx status, which a front door sends back as it is.
 type ConflictFunc func(old map[string]types.AttributeValue) (Response, error)
 
 // Write is one business write of an operation.
@@ -148,9 +149,10 @@ func (s *Store) commit(ctx context.Context, c completion, resp Response) outcome
 	case refused(err):
 		return outcome{err: fmt.Errorf("%w: DynamoDB refused the writes: %w", ErrInvalidWrite, err)}
 	case errors.Is(err, ErrMisconfigured):
-		// A business write's table may be the misconfigured one: it is
-		// the same refusal, of every send, so nothing landed.
-		return outcome{err: err}
+		// Refused for a table (the record's or a business write's): an
+		// earlier send may still have landed, so it is settled like any
+		// unknown outcome, and definite only where the lapse proves it.
+		return outcome{err: err, unknown: true}
 	}
 	return outcome{err: fmt.Errorf("idem: commit: %w", err), unknown: true}
 }
@@ -216,6 +218,9 @@ func (s *Store) businessConflict(ctx context.Context, c completion, i int, old m
 	resp, err := w.OnConflict(old)
 	if err != nil {
 		return outcome{err: err}
+	}
+	if resp.StatusCode >= 500 {
+		return outcome{err: &failedResponse{resp: resp}} // a 5xx is never stored
 	}
 	return s.commit(ctx, completion{pk: c.pk, token: c.token, put: c.put}, resp)
 }

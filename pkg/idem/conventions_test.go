@@ -243,3 +243,36 @@ func TestFunctionURLScopesAnAssumedRoleByItsRole(t *testing.T) {
 		t.Fatalf("%d runs, want one per principal", runs.Load())
 	}
 }
+
+// TestFunctionURLIAMPrincipalKeepsPrincipalsApart: the role is the scope
+// only for an STS assumed-role ARN, parsed field by field; distinct
+// principals never share a scope (IAM paths may hold ':'; an Identity Center
+// session is a person).
+func TestFunctionURLIAMPrincipalKeepsPrincipalsApart(t *testing.T) {
+	scope := func(arn string) string {
+		ev := events.LambdaFunctionURLRequest{}
+		ev.RequestContext.Authorizer = &events.LambdaFunctionURLRequestContextAuthorizerDescription{IAM: &events.LambdaFunctionURLRequestContextAuthorizerIAMDescription{UserARN: arn}}
+		return idem.FunctionURLIAMPrincipal(&ev)
+	}
+	for _, arn := range []string{
+		"arn:aws:iam::123456789012:user/:assumed-role/ops/alice",
+		"arn:aws:iam::123456789012:user/:assumed-role/ops/bob",
+		"arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_Admin_0123456789abcdef/alice@example.com",
+		"arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_Admin_0123456789abcdef/bob@example.com",
+		"arn:aws:sts::123456789012:federated-user/bob",
+		"arn:aws:sts::123456789012:assumed-role/r",
+		"garbage:assumed-role/x/y",
+	} {
+		if got := scope(arn); got != arn {
+			t.Errorf("%s: scope %q, want the ARN itself", arn, got)
+		}
+	}
+	for arn, role := range map[string]string{
+		"arn:aws-us-gov:sts::123456789012:assumed-role/r/s": "arn:aws-us-gov:sts::123456789012:assumed-role/r",
+		"arn:aws-cn:sts::123456789012:assumed-role/r/s":     "arn:aws-cn:sts::123456789012:assumed-role/r",
+	} {
+		if got := scope(arn); got != role {
+			t.Errorf("%s: scope %q, want %q", arn, got, role)
+		}
+	}
+}

@@ -253,18 +253,18 @@ func errorResponse(err error) Response {
 	case errors.Is(err, ErrMisconfigured):
 		// The table is missing or the role may not use it: no retry gets
 		// past that until someone fixes the configuration.
-		return problemResponse(httpapi.NewProblem(http.StatusInternalServerError, "misconfigured", "the service cannot reach its idempotency store; nothing was done"), "")
+		return problemResponse(httpapi.NewProblem(http.StatusInternalServerError, "misconfigured", "the service's tables refused the call as configured; no result was stored (retry with the same Idempotency-Key once it is fixed; a new key may repeat the operation)"), "")
 	case errors.Is(err, ErrWriteConditionFailed):
 		// The same writes would meet the same condition on a retry.
-		return problemResponse(httpapi.NewProblem(http.StatusInternalServerError, "write_condition_failed", "the operation's writes conflict with what is stored; nothing was done"), "")
+		return problemResponse(httpapi.NewProblem(http.StatusInternalServerError, "write_condition_failed", "the operation's writes conflict with what is stored; no result was stored"), "")
 	case errors.Is(err, ErrResponseTooLarge), errors.Is(err, ErrItemTooLarge),
 		errors.Is(err, ErrTooManyWrites), errors.Is(err, ErrTransactionTooLarge):
-		return problemResponse(httpapi.NewProblem(http.StatusInternalServerError, "result_too_large", "the result exceeds what can be stored; nothing was done"), "")
+		return problemResponse(httpapi.NewProblem(http.StatusInternalServerError, "result_too_large", "the result exceeds what can be stored; no result was stored"), "")
 	case errors.Is(err, ErrInvalidWrite):
 		// A definite refusal of the operation's writes (two actions on one
-		// item, say): nothing was done, and the same writes would be
+		// item, say): nothing was written, and the same writes would be
 		// refused again, so this is no "retry is safe" 503.
-		return problemResponse(httpapi.NewProblem(http.StatusInternalServerError, "invalid_write", "the operation's writes cannot be committed; nothing was done"), "")
+		return problemResponse(httpapi.NewProblem(http.StatusInternalServerError, "invalid_write", "the operation's writes cannot be committed; no result was stored"), "")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return problemResponse(httpapi.NewProblem(http.StatusServiceUnavailable, "timeout", "the request ran out of time; retry with the same Idempotency-Key"), "1")
 	}

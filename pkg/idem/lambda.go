@@ -61,22 +61,27 @@ func FunctionURL[B any](s *Store, parse Parse[B], h Handler[events.LambdaFunctio
 // assumed role it is the role, account and role name
 // ("arn:aws:sts::123456789012:assumed-role/batch"), not the session, whose
 // name the caller chooses anew each time it assumes the role: a key kept
-// across sessions stays in one scope. Any other principal (an IAM user) is
-// its ARN. The session's full ARN is still in the event, for the handler.
+// across sessions stays in one scope. An IAM Identity Center role
+// (AWSReservedSSO_…) keeps its session, whose name is the person signed in.
+// Any other principal (an IAM user) is its ARN. The session's full ARN is
+// still in the event, for the handler.
 func FunctionURLIAMPrincipal(ev *events.LambdaFunctionURLRequest) string {
 	a := ev.RequestContext.Authorizer
 	if a == nil || a.IAM == nil {
 		return ""
 	}
 	arn := a.IAM.UserARN
-	// arn:aws:sts::ACCOUNT:assumed-role/ROLE/SESSION
-	if i := strings.Index(arn, ":assumed-role/"); i >= 0 && strings.HasPrefix(arn, "arn:") {
-		rest := arn[i+len(":assumed-role/"):]
-		if role, _, ok := strings.Cut(rest, "/"); ok && role != "" {
-			return arn[:i+len(":assumed-role/")] + role
-		}
+	// arn:PARTITION:sts::ACCOUNT:assumed-role/ROLE/SESSION
+	f := strings.SplitN(arn, ":", 6)
+	if len(f) != 6 || f[0] != "arn" || f[2] != "sts" {
+		return arn
 	}
-	return arn
+	rest, ok := strings.CutPrefix(f[5], "assumed-role/")
+	role, session, cut := strings.Cut(rest, "/")
+	if !ok || !cut || role == "" || session == "" || strings.HasPrefix(role, "AWSReservedSSO_") {
+		return arn
+	}
+	return strings.Join(f[:5], ":") + ":assumed-role/" + role
 }
 
 // RESTAPI wraps h for an API Gateway REST API (payload 1.0, Lambda proxy

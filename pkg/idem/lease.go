@@ -140,8 +140,14 @@ func lapsedToken(token string) string { return token + ".lapsed" }
 func (s *Store) settle(ctx context.Context, pk, token string, cause error) outcome {
 	lapsed, r, err := s.lapse(ctx, pk, token)
 	switch {
+	case err != nil && errors.Is(cause, ErrMisconfigured) && errors.Is(err, ErrMisconfigured):
+		// The commit and the lapse both refused for the table: the
+		// configuration, not an outcome to wait out.
+		return outcome{err: fmt.Errorf("%w (and the lapse: %v)", cause, err)}
 	case err != nil:
-		return outcome{err: fmt.Errorf("idem: commit outcome unknown, lease left to run out: %w", errors.Join(cause, err))}
+		// Unknown: neither error is the answer (a refused lapse does not
+		// make a commit that may have landed a definite failure).
+		return outcome{err: fmt.Errorf("idem: commit outcome unknown, lease left to run out: %v", errors.Join(cause, err))}
 	case lapsed:
 		return outcome{err: fmt.Errorf("idem: commit failed, lease lapsed: %w", cause)}
 	case r != nil && r.Status == StatusCompleted && r.LeaseToken == token:
