@@ -94,25 +94,49 @@ func Function[In, Out any](s *Store, h func(context.Context, In) (Out, error), o
 	}, nil
 }
 
-// passThrough runs h for a keyless event and commits its writes alone.
+// passThrough runs h for a keyless event and commits its writes alone, in
+// one transaction, checked against DynamoDB's limits first. A write whose
+// condition fails with a ConflictFunc answers as on the keyed path: the
+// conflict's response, decoded into Out.
 func passThrough[In, Out any](ctx context.Context, s *Store, h func(context.Context, In) (Out, error), in In) (Out, error) {
 	var tx Tx
 	out, err := h(context.WithValue(ctx, txKey{}, &tx), in)
 	if err != nil || len(tx.writes) == 0 {
 		return out, err
 	}
+	if err := checkTransaction(s.table, nil, tx.writes); err != nil {
+		return out, err
+	}
 	items := make([]types.TransactWriteItem, len(tx.writes))
 	for i, w := range tx.writes {
 		items[i] = w.Item
 	}
-	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items, ClientRequestToken: aws.String(rand.Text())})
-	switch cancelled := canceled(err); {
-	case cancelled != nil && !onlyConflicts(cancelled.CancellationReasons):
-		return out, fmt.Errorf("%w: %w", ErrWriteConditionFailed, err)
+	in2 := &dynamodb.TransactWriteItemsInput{TransactItems: items, ClientRequestToken: aws.String(rand.Text())}
+	err = retryConflicts(ctx, func(int) error {
+		_, err := s.db.TransactWriteItems(ctx, in2)
+		return err
+	})
+	cancelled := canceled(err)
+	switch {
+	case err == nil:
+		return out, nil
+	case cancelled != nil:
+		for i, w := range tx.writes {
+			if reasonCode(cancelled.CancellationReasons, i) != "ConditionalCheckFailed" {
+				continue
+			}
+			if w.OnConflict == nil {
+				return out, fmt.Errorf("%w: write %d", ErrWriteConditionFailed, i)
+			}
+			resp, err := w.OnConflict(cancelled.CancellationReasons[i].Item)
+			if err != nil {
+				return out, err
+			}
+			var conflict Out
+			return conflict, json.Unmarshal(resp.Body, &conflict)
+		}
 	case refused(err):
 		return out, fmt.Errorf("%w: DynamoDB refused the writes: %w", ErrInvalidWrite, err)
-	case err != nil:
-		return out, fmt.Errorf("idem: pass-through writes: %w", err)
 	}
-	return out, nil
+	return out, fmt.Errorf("idem: pass-through writes: %w", err)
 }

@@ -121,6 +121,46 @@ func TestFunctionPassThroughCommitsTheHandlersWrites(t *testing.T) {
 	}
 }
 
+// TestFunctionPassThroughAnswersAsTheKeyedPath: one handler, one behaviour.
+// A write whose condition fails with a ConflictFunc gives the conflict's Out
+// with and without a key; 101 writes are ErrTooManyWrites before any write
+// on the pass-through path too.
+func TestFunctionPassThroughAnswersAsTheKeyedPath(t *testing.T) {
+	f := newFixture(t)
+	if _, err := f.store.Do(context.Background(), req("pre", "k", `{}`), f.createOrder("shipper", "o-1", nil)); err != nil {
+		t.Fatal(err)
+	}
+	many := false
+	ship, err := idem.Function(f.store, func(ctx context.Context, in shipTask) (shipped, error) {
+		if many {
+			for i := range 101 {
+				idem.TxFrom(ctx).Add(f.orderPut("shipper", "m"+strings.Repeat("x", i), "n"), nil)
+			}
+			return shipped{}, nil
+		}
+		idem.TxFrom(ctx).Add(f.orderPut("shipper", in.OrderID, "again"), func(map[string]types.AttributeValue) (idem.Response, error) {
+			return idem.Response{StatusCode: 200, Body: []byte(`{"tracking_id":"already"}`)}, nil
+		})
+		return shipped{TrackingID: "new"}, nil
+	}, func(o *idem.FunctionOptions[shipTask]) {
+		o.Scope, o.PassThrough = "shipper", true
+		o.Key = func(in shipTask) string { return in.ExecutionID }
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyed, kerr := ship(context.Background(), shipTask{ExecutionID: "e1", OrderID: "o-1"})
+	free, ferr := ship(context.Background(), shipTask{OrderID: "o-1"})
+	if kerr != nil || ferr != nil || keyed.TrackingID != "already" || free != keyed {
+		t.Fatalf("keyed %+v %v, pass-through %+v %v; want the conflict's answer both ways", keyed, kerr, free, ferr)
+	}
+	many = true
+	before := f.db.Total()
+	if _, err := ship(context.Background(), shipTask{OrderID: "o-2"}); !errors.Is(err, idem.ErrTooManyWrites) || f.db.Total() != before {
+		t.Fatalf("101 writes without a key: %v after %d calls; want ErrTooManyWrites before any", err, f.db.Total()-before)
+	}
+}
+
 // The middleware's own cases: the handler's writes commit with its
 // response, the ServeMux pattern's path values are part of the request,
 // cookies are replayed, and a 5xx is not stored.

@@ -106,15 +106,19 @@ func writeSize(w types.TransactWriteItem) int {
 // checkTransaction refuses, with a named error, what DynamoDB would refuse:
 // a completed record over the item limit, too many actions or bytes (the
 // record's own action counts as one of the hundred), a write with no action,
-// and two actions on one item, the record's included.
+// and two actions on one item, the record's included. A nil record is a
+// transaction of the writes alone (Function's pass-through).
 func checkTransaction(table string, record *types.Put, writes []Write) error {
-	if size := ItemSize(record.Item); size > MaxItemSize {
-		return fmt.Errorf("%w: the completed record would be %d bytes, over DynamoDB's %d", ErrResponseTooLarge, size, MaxItemSize)
+	total, n := 0, len(writes)
+	if record != nil {
+		total, n = ItemSize(record.Item), n+1
+		if total > MaxItemSize {
+			return fmt.Errorf("%w: the completed record would be %d bytes, over DynamoDB's %d", ErrResponseTooLarge, total, MaxItemSize)
+		}
 	}
-	if n := len(writes) + 1; n > MaxTransactionItems {
-		return fmt.Errorf("%w: %d business writes plus the record make %d actions, over DynamoDB's %d", ErrTooManyWrites, len(writes), n, MaxTransactionItems)
+	if n > MaxTransactionItems {
+		return fmt.Errorf("%w: %d business writes (and the record, if any) make %d actions, over DynamoDB's %d", ErrTooManyWrites, len(writes), n, MaxTransactionItems)
 	}
-	total := ItemSize(record.Item)
 	for i, w := range writes {
 		if w.Item.Put == nil && w.Item.Update == nil && w.Item.Delete == nil && w.Item.ConditionCheck == nil {
 			return fmt.Errorf("%w: write %d names no action", ErrInvalidWrite, i)
@@ -141,18 +145,21 @@ func checkDistinctItems(table string, record *types.Put, writes []Write) error {
 		return nil
 	}
 	var buf [8]target // on the stack for a transaction of a few writes
-	targets := append(buf[:0], target{table: table, key: map[string]types.AttributeValue{AttrPK: record.Item[AttrPK]}})
+	targets, first := buf[:0], 0 // first: the index of write 0 in targets
+	if record != nil {
+		targets, first = append(targets, target{table: table, key: map[string]types.AttributeValue{AttrPK: record.Item[AttrPK]}}), 1
+	}
 	for _, w := range writes {
 		targets = append(targets, targetOf(w.Item))
 	}
 	for i := 1; i < len(targets); i++ {
 		for j := range i {
 			if targets[i].same(targets[j]) {
-				what := fmt.Sprintf("write %d", j-1)
-				if j == 0 {
+				what := fmt.Sprintf("write %d", j-first)
+				if j < first {
 					what = "the idempotency record"
 				}
-				return fmt.Errorf("%w: write %d and %s are the same item; DynamoDB allows one action per item in a transaction", ErrInvalidWrite, i-1, what)
+				return fmt.Errorf("%w: write %d and %s are the same item; DynamoDB allows one action per item in a transaction", ErrInvalidWrite, i-first, what)
 			}
 		}
 	}
