@@ -270,3 +270,50 @@ func TestOnlyTheHTTPAPIMayInvokeTheFunctions(t *testing.T) {
 		t.Fatal("no invoke permissions: the HTTP API could not call the functions")
 	}
 }
+
+// The HTTP API's stage writes one access log line per request, to a log
+// group of the stack with a retention: the request id, the route, the
+// status, the latency and the caller's scope, and nothing of what the
+// request carries (no header, so no key or token; no body, path or query).
+func TestTheHTTPAPILogsEveryRequestWithoutWhatItCarries(t *testing.T) {
+	res := transformed(t)
+	var stages int
+	for id, r := range res {
+		if r.Type != "AWS::ApiGatewayV2::Stage" {
+			continue
+		}
+		stages++
+		als, _ := r.Properties["AccessLogSettings"].(map[string]any)
+		arn, _ := als["DestinationArn"].(map[string]any)
+		dest, _ := arn["Fn::GetAtt"].([]any)
+		if len(dest) != 2 || res[fmt.Sprint(dest[0])].Type != "AWS::Logs::LogGroup" || res[fmt.Sprint(dest[0])].Properties["RetentionInDays"] == nil {
+			t.Errorf("%s: access logs to %v, want a log group of the stack with a retention", id, als["DestinationArn"])
+			continue
+		}
+		format := strings.ReplaceAll(subOf(als["Format"]), "${ScopeClaim}", "sub")
+		var fields map[string]string
+		if err := json.Unmarshal([]byte(format), &fields); err != nil {
+			t.Errorf("%s: access log format %q is not one JSON object: %v", id, format, err)
+			continue
+		}
+		var values []string
+		for _, v := range fields {
+			values = append(values, v)
+		}
+		for _, want := range []string{"$context.requestId", "$context.routeKey", "$context.status", "$context.responseLatency", "$context.authorizer.claims.sub"} {
+			if !slices.Contains(values, want) {
+				t.Errorf("%s: access log without %s", id, want)
+			}
+		}
+		for _, v := range values {
+			for _, never := range []string{"$request", "header", "body", "identity", "path", "querystring", "authorization"} {
+				if strings.Contains(strings.ToLower(v), strings.ToLower(never)) {
+					t.Errorf("%s: access log field %s reads what the request carries (%s)", id, v, never)
+				}
+			}
+		}
+	}
+	if stages != 1 {
+		t.Fatalf("%d HTTP API stages, want 1", stages)
+	}
+}
