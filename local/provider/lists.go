@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -39,7 +40,7 @@ func (s *Simulator) ConfigureSearch(value string) error {
 	}
 	d, err := time.ParseDuration(value)
 	if err != nil || d < 0 {
-		return &url.Error{Op: SearchEnv, URL: value, Err: strconv.ErrSyntax}
+		return fmt.Errorf("provider: %s=%q: want \"off\" or a duration such as 1h", SearchEnv, value)
 	}
 	s.SetSearchLag(d)
 	return nil
