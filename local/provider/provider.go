@@ -16,6 +16,18 @@
 //   - keys are kept at least 24 hours (KeyRetention); a key reused after it
 //     was pruned is a new request.
 //
+// Lists and search, as Stripe documents them: the list API is consistent at
+// once, search lags (up to SearchWorstLag, Stripe's outage worst case) and
+// may be switched off; both page, ten at a time by default. Metadata is held
+// to Stripe's limits (MaxMetadataKeys and the rest).
+//
+// Where Stripe's docs are silent, the simulator chooses, and says so where
+// it applies: search answers an account without it 400 invalid_request_error
+// (SetSearchAvailable); results of one second are ordered by creation (list,
+// search); a list given both starting_after and ending_before is refused;
+// metadata counts Unicode code points and refuses an empty key; a failed
+// asynchronous payment is a generic decline (Resolve).
+//
 // Every real effect, a payment intent created, is counted, so tests can
 // assert "one charge".
 package provider
