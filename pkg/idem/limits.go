@@ -144,7 +144,7 @@ func checkDistinctItems(table string, record *types.Put, writes []Write) error {
 	if len(writes) == 0 {
 		return nil
 	}
-	var buf [8]target // on the stack for a transaction of a few writes
+	var buf [8]target            // on the stack for a transaction of a few writes
 	targets, first := buf[:0], 0 // first: the index of write 0 in targets
 	if record != nil {
 		targets, first = append(targets, target{table: table, key: map[string]types.AttributeValue{AttrPK: record.Item[AttrPK]}}), 1
