@@ -158,6 +158,9 @@ func (s *Stack) createTables(ctx context.Context, tables []template.Table, prefi
 // startProvider serves the payment provider simulator.
 func (s *Stack) startProvider(o Options) error {
 	s.Sim = provider.New(ProviderSecret, o.Log)
+	if err := s.Sim.ConfigureSearch(""); err != nil { // Stripe's worst case unless PROVIDER_SIM_SEARCH says otherwise
+		return err
+	}
 	providerURL, stop, err := serve(o.ProviderAddr, s.Sim)
 	if err != nil {
 		return fmt.Errorf("payment provider simulator: %w", err)

@@ -84,6 +84,9 @@ func Start(ctx context.Context, o Options) (_ *Services, err error) {
 		return nil, err
 	}
 	s.Sim = provider.New(ProviderSecret, slog.New(slog.DiscardHandler))
+	if err := s.Sim.ConfigureSearch(""); err != nil { // Stripe's worst case unless PROVIDER_SIM_SEARCH says otherwise
+		return nil, err
+	}
 	l, err := net.Listen("tcp", net.JoinHostPort(o.Bind, fmt.Sprint(o.ProviderPort)))
 	if err != nil {
 		return nil, fmt.Errorf("payment provider simulator: %w", err)
