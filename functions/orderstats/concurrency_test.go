@@ -3,18 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/idemkeys/idem/local/dynamotest"
-	"github.com/idemkeys/idem/pkg/idem"
 )
 
 // TestManyInvocationsInOneProcess holds the consumer to Lambda Managed
@@ -24,17 +16,8 @@ import (
 // what a batch reports failed delivered again as SQS would, until none
 // fails. Each order counts once in its scope. Run it under -race.
 func TestManyInvocationsInOneProcess(t *testing.T) {
-	raw := dynamotest.Client(t)
-	stats := dynamotest.Table(t, raw, "OrderStatsTable")
-	store, err := idem.New(raw, dynamotest.Table(t, raw, "IdempotencyTable"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &projector{db: raw, table: stats, now: time.Now, log: slog.New(slog.DiscardHandler)}
-	handle, err := store.SQS(p.project, func(o *idem.SQSOptions) { o.Scope, o.Key = consumer, eventID })
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newConsumer(t)
+	handle := c.handle
 	const orders, scopes, batches = 40, 4, 32
 	var all []events.SQSMessage
 	for i := range orders {
@@ -77,13 +60,8 @@ func TestManyInvocationsInOneProcess(t *testing.T) {
 		wg.Wait()
 	}
 	for s := range scopes {
-		out, err := raw.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(stats), ConsistentRead: aws.Bool(true),
-			Key: map[string]types.AttributeValue{attrScope: &types.AttributeValueMemberS{Value: fmt.Sprint("s", s)}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n, _ := out.Item["order_count"].(*types.AttributeValueMemberN); n == nil || n.Value != fmt.Sprint(orders/scopes) {
-			t.Errorf("scope s%d: order_count %v, want %d (each order once)", s, out.Item["order_count"], orders/scopes)
+		if got := c.count(t, fmt.Sprint("s", s)); got != fmt.Sprint(orders/scopes) {
+			t.Errorf("scope s%d: order_count %s, want %d (each order once)", s, got, orders/scopes)
 		}
 	}
 }

@@ -43,17 +43,8 @@ func change(t *testing.T, eventID, name, scope, order string, quantities ...int)
 }
 
 func TestEachOrderCountsOnceHoweverDelivered(t *testing.T) {
-	raw := dynamotest.Client(t)
-	stats := dynamotest.Table(t, raw, "OrderStatsTable")
-	store, err := idem.New(raw, dynamotest.Table(t, raw, "IdempotencyTable"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &projector{db: raw, table: stats, now: time.Now, log: slog.New(slog.DiscardHandler)}
-	handle, err := store.SQS(p.project, func(o *idem.SQSOptions) { o.Scope, o.Key = consumer, eventID })
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newConsumer(t)
+	raw, stats, handle := c.raw, c.stats, c.handle
 	first := change(t, "e1", "INSERT", "alice", "o1", 2, 3)
 	batch := events.SQSEvent{Records: []events.SQSMessage{
 		{MessageId: "m1", Body: first},
