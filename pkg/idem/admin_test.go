@@ -269,3 +269,32 @@ func TestDeleteWhoseAnswerWasLostIsADelete(t *testing.T) {
 		})
 	}
 }
+
+// TestDeleteDoesNotReachOtherEnvironmentsCaches holds Delete's doc: another
+// execution environment that cached the response still replays it after the
+// delete, from its cache, until its entry expires; without the cache it
+// runs the work again.
+func TestDeleteDoesNotReachOtherEnvironmentsCaches(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	cached := f.newStore(withCache(100, 1<<20)) // another execution environment
+	var runs atomic.Int32
+	for range 2 { // the second fills its cache
+		if _, err := cached.Do(ctx, req("gina", "k1", `{}`), f.createOrder("gina", "o1", &runs)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec, err := f.store.Inspect(ctx, "gina", "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.Delete(ctx, rec, "resend"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := cached.Do(ctx, req("gina", "k1", `{}`), f.createOrder("gina", "o1", &runs)); err != nil || !res.Replayed || runs.Load() != 1 {
+		t.Fatalf("the other environment after the delete: %+v, %v after %d runs; want its cached replay", res, err, runs.Load())
+	}
+	if res, err := f.store.Do(ctx, req("gina", "k1", `{}`), f.createOrder("gina", "o2", &runs)); err != nil || res.Replayed || runs.Load() != 2 {
+		t.Fatalf("an environment without the cache: %+v, %v after %d runs; want the work run again", res, err, runs.Load())
+	}
+}
