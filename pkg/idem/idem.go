@@ -39,11 +39,12 @@ var (
 
 	ErrInvalidOptions = errors.New("idem: invalid options")
 
-	// ErrMisconfigured is returned when DynamoDB refuses the table itself:
-	// it does not exist (ResourceNotFoundException) or the role may not use
-	// it (AccessDeniedException, an unrecognised client). A definite
-	// failure, never settled as an unknown outcome: the same call would be
-	// refused again until the configuration is fixed.
+	// ErrMisconfigured is returned when DynamoDB refuses a table itself: it
+	// does not exist (ResourceNotFoundException) or the role may not use it
+	// (AccessDeniedException, an unrecognised client). A refused claim is a
+	// definite failure; a refused commit is settled like any unknown
+	// outcome first, and is ErrMisconfigured only where the settling lapse
+	// shows nothing landed, or is refused for the table too.
 	ErrMisconfigured = errors.New("idem: the idempotency table cannot be used as configured")
 )
 

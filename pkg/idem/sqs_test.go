@@ -178,7 +178,7 @@ func TestPanickingMessageFailsAlone(t *testing.T) {
 	if n, ok := f.record("projector", "p")["lease_until"].(*types.AttributeValueMemberN); !ok || n.Value != "0" {
 		t.Fatalf("the panicking message's lease_until = %v, want 0 (lapsed)", n)
 	}
-	if !strings.Contains(buf.String(), "panic") || !strings.Contains(buf.String(), `"message_id":"p"`) {
+	if !strings.Contains(buf.String(), "panic") || !strings.Contains(buf.String(), "goroutine") || !strings.Contains(buf.String(), `"message_id":"p"`) {
 		t.Fatalf("log %s: want the panic logged with its message", buf.String())
 	}
 }
