@@ -58,8 +58,11 @@ func (c *responseCache) forget(pk, token string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lru.Remove(pk)
-	c.deleted.Add(pk+"\x00"+token, struct{}{})
+	c.deleted.Add(deletedKey(pk, token), struct{}{})
 }
+
+// deletedKey names one deleted record: its key and its lease token.
+func deletedKey(pk, token string) string { return pk + "\x00" + token }
 
 // get is the live entry of pk, if any. A nil cache has none.
 func (c *responseCache) get(pk string, now time.Time) (cached, bool) {
@@ -96,7 +99,7 @@ func (c *responseCache) put(pk, token, fp string, resp Response, expiresAt int64
 	v.resp = cloneResponse(resp) // not the one the caller goes on to hold
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.deleted.Contains(pk + "\x00" + token) {
+	if c.deleted.Contains(deletedKey(pk, token)) {
 		return
 	}
 	c.lru.Remove(pk)

@@ -165,16 +165,36 @@ func (s *Store) send(ctx context.Context, put *types.Put, c completion, attempt 
 		_, err := s.db.PutItem(ctx, putInput(put))
 		return err
 	}
-	items := make([]types.TransactWriteItem, 0, len(c.writes)+1)
-	items = append(items, types.TransactWriteItem{Put: put})
-	for _, w := range c.writes {
-		items = append(items, w.Item)
-	}
 	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-		TransactItems:      items,
+		TransactItems:      transactItems(put, c.writes),
 		ClientRequestToken: aws.String(requestToken(c.pk, c.token, attempt)),
 	})
 	return err
+}
+
+// transactItems are the actions of a transaction: the record's put first
+// (nil: none, Function's pass-through), then the business writes.
+func transactItems(record *types.Put, writes []Write) []types.TransactWriteItem {
+	items := make([]types.TransactWriteItem, 0, len(writes)+1)
+	if record != nil {
+		items = append(items, types.TransactWriteItem{Put: record})
+	}
+	for _, w := range writes {
+		items = append(items, w.Item)
+	}
+	return items
+}
+
+// failedWrite is the index of the first of n business writes whose
+// condition failed in a cancelled transaction's reasons, where the writes
+// start at reasons[first]; -1 if none did.
+func failedWrite(reasons []types.CancellationReason, first, n int) int {
+	for i := range n {
+		if reasonCode(reasons, first+i) == "ConditionalCheckFailed" {
+			return i
+		}
+	}
+	return -1
 }
 
 // cancelled reads a cancelled transaction, which committed nothing. Its
@@ -183,10 +203,8 @@ func (s *Store) cancelled(ctx context.Context, c completion, reasons []types.Can
 	if reasonCode(reasons, 0) == "ConditionalCheckFailed" {
 		return s.recordFailed(ctx, c, reasons[0].Item)
 	}
-	for i := 1; i < len(reasons) && i <= len(c.writes); i++ {
-		if reasonCode(reasons, i) == "ConditionalCheckFailed" {
-			return s.businessConflict(ctx, c, i-1, reasons[i].Item)
-		}
+	if i := failedWrite(reasons, 1, len(c.writes)); i >= 0 {
+		return s.businessConflict(ctx, c, i, reasons[i+1].Item)
 	}
 	return outcome{err: fmt.Errorf("idem: commit cancelled: %w", err)}
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // ErrNoKey: the event carries no idempotency key and FunctionOptions does
@@ -107,13 +106,9 @@ func passThrough[In, Out any](ctx context.Context, s *Store, h func(context.Cont
 	if err := checkTransaction(s.table, nil, tx.writes); err != nil {
 		return out, err
 	}
-	items := make([]types.TransactWriteItem, len(tx.writes))
-	for i, w := range tx.writes {
-		items[i] = w.Item
-	}
-	in2 := &dynamodb.TransactWriteItemsInput{TransactItems: items, ClientRequestToken: aws.String(rand.Text())}
+	writes := &dynamodb.TransactWriteItemsInput{TransactItems: transactItems(nil, tx.writes), ClientRequestToken: aws.String(rand.Text())}
 	err = retryConflicts(ctx, func(int) error {
-		_, err := s.db.TransactWriteItems(ctx, in2)
+		_, err := s.db.TransactWriteItems(ctx, writes)
 		return err
 	})
 	cancelled := canceled(err)
@@ -121,20 +116,19 @@ func passThrough[In, Out any](ctx context.Context, s *Store, h func(context.Cont
 	case err == nil:
 		return out, nil
 	case cancelled != nil:
-		for i, w := range tx.writes {
-			if reasonCode(cancelled.CancellationReasons, i) != "ConditionalCheckFailed" {
-				continue
-			}
-			if w.OnConflict == nil {
-				return out, fmt.Errorf("%w: write %d", ErrWriteConditionFailed, i)
-			}
-			resp, err := w.OnConflict(cancelled.CancellationReasons[i].Item)
-			if err != nil {
-				return out, err
-			}
-			var conflict Out
-			return conflict, json.Unmarshal(resp.Body, &conflict)
+		i := failedWrite(cancelled.CancellationReasons, 0, len(tx.writes))
+		if i < 0 {
+			break
 		}
+		if tx.writes[i].OnConflict == nil {
+			return out, fmt.Errorf("%w: write %d", ErrWriteConditionFailed, i)
+		}
+		resp, err := tx.writes[i].OnConflict(cancelled.CancellationReasons[i].Item)
+		if err != nil {
+			return out, err
+		}
+		var conflict Out
+		return conflict, json.Unmarshal(resp.Body, &conflict)
 	case refused(err):
 		return out, fmt.Errorf("%w: DynamoDB refused the writes: %w", ErrInvalidWrite, err)
 	}
