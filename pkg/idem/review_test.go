@@ -42,6 +42,28 @@ func (r *faulty) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o
 
 func apiError(code string) error { return &smithy.GenericAPIError{Code: code, Message: code} }
 
+// landedThen is a TransactWriteItems that lands on the engine and answers
+// with the error code given instead of its success.
+func landedThen(t *testing.T, f *fixture, code string) func(context.Context, *dynamodb.TransactWriteItemsInput) (*dynamodb.TransactWriteItemsOutput, error) {
+	return func(ctx context.Context, in *dynamodb.TransactWriteItemsInput) (*dynamodb.TransactWriteItemsOutput, error) {
+		if _, err := f.db.TransactWriteItems(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		return nil, apiError(code)
+	}
+}
+
+// orderThroughHTTP sends one request through the HTTP API's door on s, whose
+// handler writes the order o1 and answers 201.
+func orderThroughHTTP(f *fixture, s *idem.Store) events.APIGatewayV2HTTPResponse {
+	h := idem.HTTPTyped(s, nil, func(ctx context.Context, req idem.HTTPRequest[struct{}], tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
+		tx.Add(f.orderPut("alice", "o1", "first"), nil)
+		return events.APIGatewayV2HTTPResponse{StatusCode: 201, Body: "created"}, nil
+	})
+	r, _ := h(context.Background(), apiRequest("alice", map[string]string{"idempotency-key": "k1"}, `{}`))
+	return r
+}
+
 // The commit lands and its answer is lost (an unknown outcome); the
 // settling lapse is refused with AccessDenied (a role without UpdateItem).
 // The refusal of the lapse does not make the commit a definite failure: the
@@ -50,12 +72,7 @@ func apiError(code string) error { return &smithy.GenericAPIError{Code: code, Me
 func TestUnknownCommitWithARefusedLapseIsNoDefiniteFailure(t *testing.T) {
 	f := newFixture(t)
 	fa := &faulty{DynamoDBAPI: f.db}
-	fa.tx = func(ctx context.Context, in *dynamodb.TransactWriteItemsInput) (*dynamodb.TransactWriteItemsOutput, error) {
-		if _, err := f.db.TransactWriteItems(ctx, in); err != nil {
-			t.Fatal(err)
-		}
-		return nil, apiError("InternalServerError") // the answer lost
-	}
+	fa.tx = landedThen(t, f, "InternalServerError") // the answer lost
 	fa.update = func(context.Context, *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
 		return nil, apiError("AccessDeniedException")
 	}
@@ -63,11 +80,7 @@ func TestUnknownCommitWithARefusedLapseIsNoDefiniteFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := idem.HTTPTyped(s, nil, func(ctx context.Context, req idem.HTTPRequest[struct{}], tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
-		tx.Add(f.orderPut("alice", "o1", "first"), nil)
-		return events.APIGatewayV2HTTPResponse{StatusCode: 201, Body: "created"}, nil
-	})
-	r, _ := h(context.Background(), apiRequest("alice", map[string]string{"idempotency-key": "k1"}, `{}`))
+	r := orderThroughHTTP(f, s)
 	// The outcome is unknown to this call: a retry with the same key,
 	// never a definite failure.
 	if f.order("alice", "o1") == nil || r.StatusCode != 503 || r.Headers["Retry-After"] == "" || strings.Contains(r.Body, "misconfigured") {
@@ -82,18 +95,9 @@ func TestUnknownCommitWithARefusedLapseIsNoDefiniteFailure(t *testing.T) {
 func TestARefusalAfterALandedCommitIsReadAsTheCommit(t *testing.T) {
 	f := newFixture(t)
 	fa := &faulty{DynamoDBAPI: f.db}
-	fa.tx = func(ctx context.Context, in *dynamodb.TransactWriteItemsInput) (*dynamodb.TransactWriteItemsOutput, error) {
-		if _, err := f.db.TransactWriteItems(ctx, in); err != nil {
-			t.Fatal(err)
-		}
-		return nil, apiError("AccessDeniedException")
-	}
+	fa.tx = landedThen(t, f, "AccessDeniedException")
 	s, _ := idem.New(fa, f.table, func(o *idem.Options) { o.Clock = f.clock.Now })
-	h := idem.HTTPTyped(s, nil, func(ctx context.Context, req idem.HTTPRequest[struct{}], tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
-		tx.Add(f.orderPut("alice", "o1", "first"), nil)
-		return events.APIGatewayV2HTTPResponse{StatusCode: 201, Body: "created"}, nil
-	})
-	r, _ := h(context.Background(), apiRequest("alice", map[string]string{"idempotency-key": "k1"}, `{}`))
+	r := orderThroughHTTP(f, s)
 	// The settling lapse finds the record completed under this lease's
 	// own token: the commit's own 201.
 	if f.order("alice", "o1") == nil || r.StatusCode != 201 {
