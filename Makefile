@@ -53,8 +53,12 @@ soak: deps
 	STORM_OPS=1000 $(GO) test -count=1 -timeout 30m -run 'TestRaceStorm$$' -v ./functions/charge
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=1000000x
 
+# Built, then run as make's own child (not under go run, which would answer
+# an interrupt with exit status 1): Ctrl-C or SIGTERM stops the stack, and
+# it exits 0 with one line (local/cmd/run).
 run: deps build
-	$(GO) run ./local/cmd/run
+	@$(GO) build -o bin/local/run ./local/cmd/run
+	@bin/local/run
 
 demo:
 	$(GO) run ./local/cmd/demo

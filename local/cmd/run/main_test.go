@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/idemkeys/idem/local/dynamotest"
+	"github.com/idemkeys/idem/local/template/templatetest"
+)
+
+func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
+
+// TestStopsCleanlyOnInterruptOrTerminate runs the command as make run does,
+// on the functions built for it and this package's engine, waits for
+// "Ready", and stops it with SIGINT (what Ctrl-C sends) and with SIGTERM:
+// each time it exits 0, its last line is the goodbye, it wrote nothing to
+// stderr, and the API no longer answers.
+func TestStopsCleanlyOnInterruptOrTerminate(t *testing.T) {
+	_, bin := templatetest.Built(t)
+	cmd := filepath.Join(t.TempDir(), "run")
+	if out, err := exec.Command("go", "build", "-o", cmd, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			suffix := strings.ToLower(rand.Text()[:6])
+			env := filepath.Join("local", ".run", "stack-test-"+suffix+".env")
+			c := exec.Command(cmd, "-quiet", "-api", "127.0.0.1:0", "-provider", "127.0.0.1:0",
+				"-bin", bin, "-table-prefix", "run"+suffix+"-", "-env", env)
+			var stderr bytes.Buffer
+			c.Stderr = &stderr
+			stdout, err := c.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer c.Process.Kill()
+			var lines []string
+			api := ""
+			sc := bufio.NewScanner(stdout)
+			for api == "" && sc.Scan() {
+				lines = append(lines, sc.Text())
+				if url, ok := strings.CutPrefix(sc.Text(), "Ready: http://"); ok {
+					api = url
+				}
+			}
+			if api == "" {
+				t.Fatalf("no Ready line:\n%s\nstderr: %s", strings.Join(lines, "\n"), stderr.String())
+			}
+			if err := c.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			for sc.Scan() {
+				lines = append(lines, sc.Text())
+			}
+			done := make(chan error, 1)
+			go func() { done <- c.Wait() }()
+			select {
+			case err = <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("still running 30s after the signal")
+			}
+			last := lines[len(lines)-1]
+			if err != nil || stderr.Len() > 0 || !strings.HasPrefix(last, "• stopped:") {
+				t.Fatalf("after %v: %v, stderr %q, last line %q; want exit 0, nothing on stderr, the goodbye", sig, err, stderr.String(), last)
+			}
+			if conn, err := net.DialTimeout("tcp", api, time.Second); err == nil {
+				conn.Close()
+				t.Fatalf("the API at %s still answers after the goodbye", api)
+			}
+		})
+	}
+}
