@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/idemkeys/idem/local/rie"
@@ -37,6 +38,7 @@ type Server struct {
 	owner  map[template.Route]*rie.Pool
 	pools  []*rie.Pool
 	router *router
+	doc    atomic.Pointer[document] // see Publish
 }
 
 // New returns a server for fns, each run under the emulator at emulator with
@@ -71,10 +73,14 @@ func New(emulator string, fns []Function, auth *Authorizer, concurrency int, log
 func (s *Server) Routes() []template.Route { return s.routes }
 
 // ServeHTTP serves r on the route of the template that takes it (see
-// Match), or answers 404 as API Gateway does.
+// Match), or the published description (see Publish), or answers 404 as
+// API Gateway does.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	route, params, ok := s.router.match(r)
 	if !ok {
+		if s.serveDocument(w, r) {
+			return
+		}
 		notFound(w)
 		return
 	}

@@ -1,0 +1,21 @@
+// Package docs_test holds the repository's documents to the code: every
+// repository-relative link in every Markdown file resolves, every problem
+// code the code can answer has its section in http-api.md, and
+// openapi.yaml describes template.yaml's routes and those codes.
+package docs_test
+
+import (
+	"testing"
+
+	"github.com/idemkeys/idem/local/template"
+)
+
+// projectRoot is the repository's root, where template.yaml is.
+func projectRoot(t *testing.T) string {
+	t.Helper()
+	root, err := template.ProjectDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
