@@ -2,6 +2,8 @@ package idem
 
 import (
 	"context"
+	"errors"
+	"fmt"
 )
 
 // DoAtomic is Do in one round trip, for work with no effect outside
@@ -43,7 +45,7 @@ func (s *Store) DoAtomic(ctx context.Context, req Request, work Work) (Result, e
 			cp := s.atomicCompletion(c, seen, tx.writes)
 			o := s.commit(ctx, cp, resp)
 			if o.unknown {
-				o = s.settle(ctx, cp.pk, cp.token, o.err)
+				o = s.settleAtomic(ctx, cp, o.err)
 			}
 			if !o.lost {
 				return c.finish(o, cp.token, OutcomeFailed)
@@ -66,4 +68,29 @@ func (s *Store) atomicCompletion(c *call, seen *record, writes []Write) completi
 	put := s.claimPut(c, seen, StatusCompleted, now, now)
 	s.complete(put.Item)
 	return completion{pk: c.pk, token: token(put.Item), put: put, writes: writes}
+}
+
+// settleAtomic decides a DoAtomic commit whose outcome the client did not
+// see. A lapse cannot: the record is put straight as completed, never in
+// progress, so a lapse finds nothing to lapse, and the transaction still in
+// flight lands after it (issue 33's finding 5). The commit's put is a claim,
+// so it is handed back as a claim is: where it had not landed, the key is
+// left bound to the request with a lapsed lease, which no send of the
+// commit can land on and the retry takes over at once; completed under its
+// own token, it landed.
+//
+// model: idem.pml's AReq settle; its negative control ATOMIC_SETTLE_LAPSE.
+func (s *Store) settleAtomic(ctx context.Context, cp completion, cause error) outcome {
+	handed, r, err := s.handBack(ctx, cp.pk, cp.put)
+	switch {
+	case err != nil && errors.Is(cause, ErrMisconfigured) && errors.Is(err, ErrMisconfigured):
+		return outcome{err: fmt.Errorf("%w (and the hand-back: %v)", cause, err)} // the configuration, as in settle
+	case err != nil:
+		return outcome{err: fmt.Errorf("idem: commit outcome unknown (it may still land), and it could not be handed back: %v", errors.Join(cause, err))}
+	case handed:
+		return outcome{err: fmt.Errorf("idem: commit failed, nothing written; the key is handed back to the request with a lapsed lease: %w", cause)}
+	case r != nil && r.Status == StatusCompleted && r.LeaseToken == cp.token:
+		return outcome{res: Result{Response: r.response()}}
+	}
+	return outcome{lost: true, seen: r}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -72,20 +73,77 @@ func (s *Store) claim(ctx context.Context, c *call, seen *record) (*lease, *reco
 		}
 		return nil, got, nil
 	}
-	// An earlier send may have landed (its answer lost, and a later one
-	// refused or conflicting): hand the lease back at once rather than leave
-	// the request's own retries to wait it out. The lapse is fenced: where
-	// nothing landed it changes nothing.
-	_, _, lerr := s.lapse(ctx, l.pk, l.token)
-	switch {
-	case errors.Is(err, ErrMisconfigured):
+	if errors.Is(err, ErrMisconfigured) {
 		return nil, nil, err // the table itself refused the claim; no work ran
+	}
+	// An earlier send may have landed (its answer lost, and a later one
+	// refused or conflicting), or may still land: hand the claim back at
+	// once rather than leave the request's own retries to wait out a lease
+	// nobody holds.
+	handed, found, herr := s.handBack(ctx, c.pk, put)
+	switch {
+	case herr != nil:
+		return nil, nil, fmt.Errorf("idem: claim outcome unknown, and it could not be handed back (a lease it took runs out): %w (hand-back: %v)", err, herr)
+	case !handed:
+		return nil, found, nil // another's record, which this claim can no longer take
 	case conflicted(err):
 		return nil, nil, inFlight(err)
-	case lerr != nil:
-		return nil, nil, fmt.Errorf("idem: claim outcome unknown, and its lease could not be lapsed (it runs out): %w (lapse: %v)", err, lerr)
 	}
-	return nil, nil, fmt.Errorf("idem: claim outcome unknown, lease lapsed: %w", err)
+	return nil, nil, fmt.Errorf("idem: claim outcome unknown, handed back with its lease lapsed (the retry takes over at once): %w", err)
+}
+
+// handBack ends a claim whose outcome is unknown: every send's answer was
+// lost, and a send may still be in flight. A lapse cannot do it, since a
+// claim that has not landed yet lands after the lapse and leaves a live
+// lease that nobody holds (issue 33's finding 2). So it puts the claimed
+// record already lapsed (in progress, lease_until 0, the lapsed token),
+// under the claim's own condition or over the claim itself (in progress
+// under its token): either way, no send of the claim can land after it,
+// since the record it leaves fails the claim's condition, and the key is
+// bound to the request, whose retry takes it over at once. It reports
+// whether it handed the claim back, or else the record that stopped it.
+//
+// DoAtomic's unknown commit is handed back the same way: its put is a
+// claim that writes the record completed (found completed under its own
+// token, that commit landed).
+//
+// model: idem.pml's handback_op; its negative control HANDBACK_AS_LAPSE is
+// the lapse this replaced.
+func (s *Store) handBack(ctx context.Context, pk string, claim *types.Put) (handed bool, found *record, err error) {
+	tok := token(claim.Item)
+	item := maps.Clone(claim.Item)
+	delete(item, attrResponse)
+	delete(item, attrCompletedAt)
+	item[attrStatus] = &types.AttributeValueMemberS{Value: StatusInProgress}
+	item[attrLeaseUntil] = number(0)
+	item[attrLeaseToken] = &types.AttributeValueMemberS{Value: lapsedToken(tok)}
+	put := &types.Put{
+		TableName:                           claim.TableName,
+		Item:                                item,
+		ConditionExpression:                 aws.String("(" + *claim.ConditionExpression + ") OR (#status = :in_progress AND lease_token = :mine)"),
+		ExpressionAttributeNames:            namesStatus,
+		ExpressionAttributeValues:           leaseValues(tok, maps.Clone(claim.ExpressionAttributeValues)),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleFor+2*time.Second)
+	defer cancel()
+	err = resolve(hctx, func() error {
+		return retryConflicts(hctx, func(int) error {
+			_, err := s.db.PutItem(hctx, putInput(put))
+			return err
+		})
+	})
+	if err == nil {
+		return true, nil, nil
+	}
+	if ccf := conditionFailed(err); ccf != nil {
+		found, err = s.seen(hctx, pk, ccf.Item)
+		if found != nil && found.Status == StatusInProgress && found.LeaseToken == lapsedToken(tok) {
+			return true, nil, err // an earlier send of this hand-back landed
+		}
+		return false, found, err
+	}
+	return false, nil, fmt.Errorf("idem: hand-back: %w", err)
 }
 
 // claimPut is the conditional put that takes the key for the call from seen,

@@ -80,7 +80,12 @@ const (
 type Options struct {
 	// Lease is the longest a holder may keep a key before a retry may take
 	// over (default 30s). It is shortened to the time left before the
-	// context's deadline, the Lambda's own deadline included.
+	// context's deadline, the Lambda's own deadline included. It may be at
+	// most half the TTL: the protocol rests on a record outliving every
+	// holder of it, and a holder whose work ignores its context runs past
+	// its lease; were the record to expire under it, another request could
+	// claim the key afresh and the slow holder's outside effect would land
+	// in the key's next life (see DESIGN.md, "What the model proves").
 	Lease time.Duration
 	// CommitReserve is kept back from the lease for the commit: the work's
 	// context ends this long before the lease (default 1s, at most a quarter
@@ -162,10 +167,10 @@ func New(db DynamoDBAPI, table string, optFns ...func(*Options)) (*Store, error)
 		return nil, fmt.Errorf("%w: negative duration", ErrInvalidOptions)
 	case o.TTL < MinTTL || o.TTL > MaxTTL:
 		return nil, fmt.Errorf("%w: TTL %v outside %v to %v", ErrInvalidOptions, o.TTL, MinTTL, MaxTTL)
-	case o.Lease >= MinTTL:
-		// A record must outlive any lease on it, or it could expire while
-		// its holder runs.
-		return nil, fmt.Errorf("%w: lease %v is not shorter than the shortest TTL, %v", ErrInvalidOptions, o.Lease, MinTTL)
+	case o.Lease > o.TTL/2:
+		// A record must outlive any holder of it, a slow one included: half
+		// the TTL at least is left past any lease (the model's assumption).
+		return nil, fmt.Errorf("%w: lease %v is longer than half the TTL %v", ErrInvalidOptions, o.Lease, o.TTL)
 	}
 	return &Store{db: guarded{db, table}, table: table, opts: o, cache: newResponseCache(o.Cache)}, nil
 }

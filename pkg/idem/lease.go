@@ -138,7 +138,12 @@ func lapsedToken(token string) string { return token + ".lapsed" }
 // under this lease token: the commit landed and only its answer was lost.
 // Anyone else's record: this lease lost the key.
 func (s *Store) settle(ctx context.Context, pk, token string, cause error) outcome {
-	lapsed, r, err := s.lapse(ctx, pk, token)
+	var lapsed bool
+	var r *record
+	err := resolve(ctx, func() (err error) {
+		lapsed, r, err = s.lapse(ctx, pk, token)
+		return err
+	})
 	switch {
 	case err != nil && errors.Is(cause, ErrMisconfigured) && errors.Is(err, ErrMisconfigured):
 		// The commit and the lapse both refused for the table: the
@@ -147,7 +152,7 @@ func (s *Store) settle(ctx context.Context, pk, token string, cause error) outco
 	case err != nil:
 		// Unknown: neither error is the answer (a refused lapse does not
 		// make a commit that may have landed a definite failure).
-		return outcome{err: fmt.Errorf("idem: commit outcome unknown, lease left to run out: %v", errors.Join(cause, err))}
+		return outcome{err: fmt.Errorf("idem: commit outcome unknown (it may still land), lease left to run out: %v", errors.Join(cause, err))}
 	case lapsed:
 		return outcome{err: fmt.Errorf("idem: commit failed, lease lapsed: %w", cause)}
 	case r != nil && r.Status == StatusCompleted && r.LeaseToken == token:
@@ -163,4 +168,30 @@ func leaseValues(token string, more map[string]types.AttributeValue) map[string]
 	v := [2]types.AttributeValueMemberS{{Value: StatusInProgress}, {Value: token}}
 	more[":in_progress"], more[":mine"] = &v[0], &v[1]
 	return more
+}
+
+// settleFor bounds how long a settling call (settle's lapse, a claim's
+// hand-back) is sent again while it fails with no answer about the record:
+// a transaction in flight on the record (TransactionConflict, past
+// retryConflicts' bound), throttling, a timeout. Until it lands, a commit
+// or claim still in flight may land, so an answer given before would not
+// say what happened. A Lambda stopped at its deadline meanwhile is a crash
+// with the commit in flight (model: idem.pml's "crash, commit in flight").
+const settleFor = 10 * time.Second
+
+// resolve sends a settling call until it has an answer about the record
+// (nil, or a failed condition, which the call reads itself), or is refused
+// for good (the table, ValidationException), or settleFor is over.
+//
+// model: idem.pml's settle and hand-back branch "never lands" is this
+// bound running out; issue 33's finding 1.
+func resolve(ctx context.Context, send func() error) error {
+	until := time.Now().Add(settleFor)
+	for attempt := 0; ; attempt++ {
+		err := send()
+		if err == nil || errors.Is(err, ErrMisconfigured) || refused(err) || !time.Now().Before(until) {
+			return err
+		}
+		sleep(context.WithoutCancel(ctx), min(backoff(min(attempt, 5)), time.Until(until)))
+	}
 }
