@@ -33,9 +33,15 @@ vet:
 	@command -v cfn-lint >/dev/null || { echo "cfn-lint not found: pip install cfn-lint"; exit 1; }
 	cfn-lint template.yaml
 
+# Every package's tests, then the fuzz runs, through local/cmd/testsum: a
+# line per package as it ends, what failed in full, and one closing line,
+# "N passed, N failed". The fuzz runs get -json from GOFLAGS (only they:
+# tests that build with go themselves must not).
 test: deps vet
-	$(GO) test -count=1 -timeout 15m ./...
-	@$(MAKE) --no-print-directory fuzz
+	@$(GO) build -o bin/local/testsum ./local/cmd/testsum
+	@set -o pipefail; \
+	{ $(GO) test -json -count=1 -timeout 15m ./... && \
+	  GOFLAGS=-json $(MAKE) --no-print-directory fuzz; } 2>&1 | bin/local/testsum
 
 # A short run of each fuzz target (seeds in pkg/idem/testdata/fuzz); make soak runs them longer.
 # A count, not a duration: Go 1.26's fuzzing coordinator can fail a target
