@@ -233,7 +233,7 @@ func TestEveryProblemCodeHasItsSection(t *testing.T) {
 	a := anchors(string(text))
 	for _, c := range codes {
 		if !a[c] {
-			t.Errorf("%s#%s does not resolve", ProblemBase, c)
+			t.Errorf("%s does not resolve", ProblemBase+c)
 		}
 	}
 }

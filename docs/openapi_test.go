@@ -93,7 +93,7 @@ func TestOpenAPIDescribesEveryRouteOfTheTemplate(t *testing.T) {
 	ops := operations(doc)
 	slices.Sort(routes)
 	if got := sortedKeys(ops); !slices.Equal(got, routes) {
-		t.Fatalf("openapi.yaml's operations %v, template.yaml's routes %v", got, routes)
+		t.Fatalf("openapi.yaml lacks template.yaml's routes %v and has operations %v that the template does not route", difference(routes, got), difference(got, routes))
 	}
 	for key, op := range ops {
 		hasKey := false
@@ -133,7 +133,7 @@ func TestOpenAPIDescribesEveryProblemTheCodeAnswers(t *testing.T) {
 	}
 	slices.Sort(enum)
 	if !slices.Equal(enum, want) {
-		t.Errorf("the Problem schema's codes:\n %v\nthe code answers:\n %v", enum, want)
+		t.Errorf("the Problem schema's code enum lacks %v and has %v, which the code does not answer", difference(want, enum), difference(enum, want))
 	}
 	inExamples := map[string]bool{}
 	for name, ex := range components["examples"].(node) {
@@ -154,7 +154,7 @@ func TestOpenAPIDescribesEveryProblemTheCodeAnswers(t *testing.T) {
 		}
 	}
 	if got := sortedKeys(inExamples); !slices.Equal(got, want) {
-		t.Errorf("codes with an example:\n %v\nthe code answers:\n %v", got, want)
+		t.Errorf("components.examples lack %v and have %v, which the code does not answer", difference(want, got), difference(got, want))
 	}
 	for key, op := range operations(doc) {
 		for status, r := range op["responses"].(node) {
