@@ -123,6 +123,7 @@ func (s *summary) testEvent(p *pkg, e event) {
 	case "skip":
 		p.counts[2]++
 		s.skipped++
+		p.lastTest = e.Test + " (skipped)"
 		delete(p.tests, e.Test)
 	case "fail":
 		p.counts[1]++

@@ -88,14 +88,15 @@ func TestBroken(t *testing.T) { undefinedCall() }
 }
 
 // TestSummaryOfAPassingRunExitsZero: a passing package's line names its
-// test when it ran one (a fuzz run), the exit is 0, and no input at all
-// (nothing ran) is a failure.
+// test when it ran one (a fuzz run, or one skipped), the exit is 0, and no
+// input at all (nothing ran) is a failure.
 func TestSummaryOfAPassingRunExitsZero(t *testing.T) {
 	in := goTestJSON(t, map[string]string{
 		"a/a_test.go": "package a\nimport \"testing\"\nfunc FuzzOne(f *testing.F) { f.Fuzz(func(t *testing.T, b []byte) {}) }\n",
+		"b/b_test.go": "package b\nimport \"testing\"\nfunc TestElsewhere(t *testing.T) { t.Skip(\"needs what is not here\") }\n",
 	})
 	out, code := summarise(in)
-	if !strings.Contains(out, "ok    example.com/m/a") || !strings.Contains(out, "FuzzOne") || lastLine(out) != "1 passed, 0 failed" || code != 0 {
+	if !strings.Contains(out, "ok    example.com/m/a") || !strings.Contains(out, "FuzzOne") || !strings.Contains(out, "TestElsewhere (skipped)") || lastLine(out) != "1 passed, 0 failed, 1 skipped" || code != 0 {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
 	if out, code := summarise(nil); code != 1 || lastLine(out) != "0 passed, 0 failed" {
