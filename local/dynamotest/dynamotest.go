@@ -1,9 +1,14 @@
-// Package dynamotest gives integration tests a local DynamoDB engine and a
-// fresh table per test, defined as in template.yaml.
+// Package dynamotest gives this repository's integration tests a local
+// DynamoDB engine, through pkg/idemtest, and a fresh table per test defined
+// as in template.yaml.
 //
-// A package's TestMain calls Main; when DYNAMODB_ENDPOINT is not set, Main
-// starts DynamoDB Local for the package's tests and stops it after them, so
-// that `go test ./...` needs nothing running beforehand.
+// A package's TestMain calls Main, which chooses the engine before the tests
+// and sets DYNAMODB_ENDPOINT for them (tests here read it to reach the
+// engine through a proxy, or to hand it to a process they start): when it is
+// not set, pkg/idemtest starts the DynamoDB Local that
+// local/ensure-dynamodb-local.sh installs into bin/tools (installing it first
+// if need be), and stops it after the tests, so that `go test ./...` needs
+// nothing running beforehand.
 package dynamotest
 
 import (
@@ -18,36 +23,33 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemkeys/idem/local/dynamo"
+	"github.com/idemkeys/idem/pkg/idemtest"
 )
 
 // Main runs the tests of m against a local engine and returns the exit code
 // for os.Exit. It sets DYNAMODB_ENDPOINT for the tests when it starts one.
 func Main(m *testing.M) int {
-	logf, err := os.CreateTemp("", "dynamodb-local-*.log")
+	if os.Getenv(dynamo.EndpointEnv) == "" && os.Getenv(dynamo.JarEnv) == "" {
+		jar, err := dynamo.Jar(os.Stderr) // the project's pinned jar, installed by its script if absent
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "dynamotest:", err)
+			return 1
+		}
+		os.Setenv(dynamo.JarEnv, jar)
+	}
+	endpoint, err := idemtest.Endpoint()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "dynamotest:", err)
 		return 1
 	}
-	defer os.Remove(logf.Name())
-	defer logf.Close()
-	endpoint, engine, err := dynamo.Ensure(context.Background(), logf)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "dynamotest:", err)
-		return 1
-	}
-	defer engine.Stop()
 	os.Setenv(dynamo.EndpointEnv, endpoint)
-	return m.Run()
+	return idemtest.Main(m)
 }
 
 // Client returns a client for the engine that Main chose.
 func Client(t testing.TB, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	t.Helper()
-	ep := os.Getenv(dynamo.EndpointEnv)
-	if ep == "" {
-		t.Fatalf("dynamotest: %s is not set: call dynamotest.Main from TestMain", dynamo.EndpointEnv)
-	}
-	return dynamo.NewClient(ep, optFns...)
+	return idemtest.Client(t, optFns...)
 }
 
 // Table creates a table defined like logicalID in template.yaml under a new
