@@ -222,6 +222,8 @@ func (f *Faults) unmet() []Fault {
 	return out
 }
 
+// PutItem, GetItem, UpdateItem and TransactWriteItems make the call, or do
+// to it what the fault that takes it says.
 func (f *Faults) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	return faulted(f, PutItem, 1, f.api.PutItem, ctx, in, o)
 }
