@@ -142,9 +142,7 @@ func TestTheEngineIsInstalledOnFirstUse(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("XDG_CACHE_HOME moves the user cache on Linux only")
 	}
-	if _, err := exec.LookPath("npm"); err != nil {
-		t.Fatal("npm is not on PATH: make test needs it (apt-get install npm)")
-	}
+	needs(t, "npm")
 	dir, calls := fakeJava(t) // the install is what is tested: no JVM
 	cache := t.TempDir()
 	start := time.Now()
@@ -172,6 +170,7 @@ func TestTheEngineDiesWithATestBinaryThatSkipsMain(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("only Linux ties a child's life to its parent's")
 	}
+	needs(t, "java")
 	out, err := helper(t, "orphan", "", map[string]string{"DYNAMODB_ENDPOINT": ""})
 	if err != nil {
 		t.Fatalf("helper: %v\n%s", err, out)
@@ -190,6 +189,18 @@ func TestTheEngineDiesWithATestBinaryThatSkipsMain(t *testing.T) {
 			t.Fatalf("the engine (pid %d) outlived its test binary", pid)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// needs fails the test without tool on PATH, unless DYNAMODB_ENDPOINT names
+// an engine, where the tests need no tool of their own: it skips then.
+func needs(t *testing.T, tool string) {
+	t.Helper()
+	if _, err := exec.LookPath(tool); err != nil {
+		if os.Getenv("DYNAMODB_ENDPOINT") != "" {
+			t.Skipf("%s is not on PATH, and DYNAMODB_ENDPOINT names the engine", tool)
+		}
+		t.Fatalf("%s is not on PATH: the kit's engine tests need it (Debian: apt-get install %s)", tool, map[string]string{"java": "openjdk-17-jre-headless", "npm": "npm"}[tool])
 	}
 }
 
