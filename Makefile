@@ -43,15 +43,17 @@ test: deps vet
 	{ $(GO) test -json -count=1 -timeout 15m ./... && \
 	  GOFLAGS=-json $(MAKE) --no-print-directory fuzz; } 2>&1 | bin/local/testsum
 
-# A short run of each fuzz target (seeds in pkg/idem/testdata/fuzz); make soak runs them longer.
+# A short run of each fuzz target (package:target); make soak runs them longer.
 # A count, not a duration: Go 1.26's fuzzing coordinator can fail a target
 # with a bare "context deadline exceeded" when a duration ends on a loaded
 # machine (golang/go#75804, fixed in Go 1.27); a count has no deadline.
 FUZZTIME ?= 20000x
 fuzz:
-	@for f in FuzzCanonicalJSON FuzzCanonicalJSONMatchesOld FuzzParseKeyHeader FuzzHTTPAdapter FuzzFunctionURL FuzzRESTAPI FuzzALB FuzzMiddleware FuzzFunction; do \
-	  echo "• fuzz $$f for $(FUZZTIME)"; \
-	  $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./pkg/idem || exit 1; \
+	@for f in internal/canonjson:FuzzCanonical internal/canonjson:FuzzCanonicalMatchesOld \
+	  internal/door:FuzzParseKey internal/door:FuzzHTTPAPI internal/door:FuzzFunctionURL internal/door:FuzzRESTAPI \
+	  internal/door:FuzzALB internal/door:FuzzWrap internal/door:FuzzFunction; do \
+	  echo "• fuzz $${f#*:} for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$${f#*:}$$" -fuzztime $(FUZZTIME) ./pkg/idem/$${f%%:*} || exit 1; \
 	done
 
 # The long runs: the race storm at 1000 logical operations, a million fuzz inputs per target.

@@ -24,7 +24,7 @@ import (
 	"github.com/idemkeys/idem/local/provider"
 	"github.com/idemkeys/idem/local/rie"
 	"github.com/idemkeys/idem/local/template"
-	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/idemlambda"
 )
 
 func TestMain(m *testing.M) {
@@ -175,7 +175,7 @@ func TestEventFilesUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 			if first.StatusCode != c.want.first || second.StatusCode != c.want.second {
 				t.Fatalf("statuses %d then %d, want %d then %d\n%s\nlogs:\n%s", first.StatusCode, second.StatusCode, c.want.first, c.want.second, first.Body, rt.Logs())
 			}
-			if got := second.Headers[idem.HeaderReplayed] == "true"; got != c.want.replayed {
+			if got := second.Headers[idemlambda.HeaderReplayed] == "true"; got != c.want.replayed {
 				t.Fatalf("second answer replayed=%v, want %v", got, c.want.replayed)
 			}
 			if c.want.replayed && second.Body != first.Body {

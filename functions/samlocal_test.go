@@ -15,7 +15,7 @@ import (
 	"github.com/idemkeys/idem/local/rie"
 	"github.com/idemkeys/idem/local/samenv"
 	"github.com/idemkeys/idem/local/template"
-	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/idemlambda"
 )
 
 // samEnv is the environment the SAM CLI gives fn's container, as its
@@ -120,8 +120,8 @@ func TestSAMLocalStartAPIEventUnderTheEmulator(t *testing.T) {
 	}
 	defer sam.Stop()
 	first, second := invoke(t, sam, event), invoke(t, sam, event)
-	if first.StatusCode != 201 || second.StatusCode != 201 || second.Headers[idem.HeaderReplayed] != "true" || second.Body != first.Body {
-		t.Fatalf("under the SAM CLI: %d %s, then %d (replayed %q) %s\nlogs:\n%s", first.StatusCode, first.Body, second.StatusCode, second.Headers[idem.HeaderReplayed], second.Body, sam.Logs())
+	if first.StatusCode != 201 || second.StatusCode != 201 || second.Headers[idemlambda.HeaderReplayed] != "true" || second.Body != first.Body {
+		t.Fatalf("under the SAM CLI: %d %s, then %d (replayed %q) %s\nlogs:\n%s", first.StatusCode, first.Body, second.StatusCode, second.Headers[idemlambda.HeaderReplayed], second.Body, sam.Logs())
 	}
 	if n := len(svc.Sim.Effects()); n != 1 {
 		t.Fatalf("provider effects = %d, want one charge", n)

@@ -80,20 +80,43 @@ func unsupported(err error) bool {
 	return errors.As(err, &ae) && ae.ErrorCode() == "UnknownOperationException"
 }
 
+// The table's shape as idem.New documents it.
+const (
+	hashKey      = "pk"
+	ttlAttribute = "expires_at"
+)
+
+// replicaProblem is why idem.CheckSingleRegion refuses the table described
+// by t, or "" when it does not.
+func replicaProblem(t *types.TableDescription) string {
+	err := idem.CheckSingleRegion(context.Background(), described{t}, aws.ToString(t.TableName))
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// described answers DescribeTable with a description already read.
+type described struct{ t *types.TableDescription }
+
+func (d described) DescribeTable(context.Context, *dynamodb.DescribeTableInput, ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	return &dynamodb.DescribeTableOutput{Table: d.t}, nil
+}
+
 func findings(t *types.TableDescription, ttl *types.TimeToLiveDescription, b *types.ContinuousBackupsDescription) []finding {
 	var out []finding
 	add := func(what, problem string) { out = append(out, finding{what, problem}) }
 
 	key := fmt.Sprintf("key schema %v", keyNames(t))
-	if len(t.KeySchema) != 1 || aws.ToString(t.KeySchema[0].AttributeName) != idem.AttrPK || attrType(t, idem.AttrPK) != types.ScalarAttributeTypeS {
-		add(key, "want only the hash key "+idem.AttrPK+" (string)")
+	if len(t.KeySchema) != 1 || aws.ToString(t.KeySchema[0].AttributeName) != hashKey || attrType(t, hashKey) != types.ScalarAttributeTypeS {
+		add(key, "want only the hash key "+hashKey+" (string)")
 	} else {
-		add("hash key "+idem.AttrPK+" (string)", "")
+		add("hash key "+hashKey+" (string)", "")
 	}
-	if ttl == nil || ttl.TimeToLiveStatus != types.TimeToLiveStatusEnabled || aws.ToString(ttl.AttributeName) != idem.AttrExpiresAt {
-		add("TTL on "+idem.AttrExpiresAt, "not enabled: expired records are never deleted (the protocol still ignores them)")
+	if ttl == nil || ttl.TimeToLiveStatus != types.TimeToLiveStatusEnabled || aws.ToString(ttl.AttributeName) != ttlAttribute {
+		add("TTL on "+ttlAttribute, "not enabled: expired records are never deleted (the protocol still ignores them)")
 	} else {
-		add("TTL on "+idem.AttrExpiresAt, "")
+		add("TTL on "+ttlAttribute, "")
 	}
 	if t.BillingModeSummary == nil || t.BillingModeSummary.BillingMode != types.BillingModePayPerRequest {
 		add("on-demand billing", "provisioned: a burst of retries is throttled, and a throttled commit is a 5xx")
@@ -105,7 +128,7 @@ func findings(t *types.TableDescription, ttl *types.TimeToLiveDescription, b *ty
 	} else {
 		add(whatPITR, "")
 	}
-	add("single Region (not a global table)", idem.ReplicaProblem(t))
+	add("single Region (not a global table)", replicaProblem(t))
 	return out
 }
 

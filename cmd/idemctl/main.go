@@ -214,7 +214,7 @@ func record(ctx context.Context, cmd string, db client, o opts, stdout, stderr i
 		show(stdout, rec, o.body, time.Now())
 		return nil
 	case "lapse":
-		if err := store.Lapse(ctx, rec, o.reason); errors.Is(err, idem.ErrCompleted) {
+		if err := store.Lapse(ctx, rec, o.reason); errors.Is(err, idem.ErrWrongState) {
 			return fmt.Errorf("%w: it has its answer, which every retry gets, and a lapse undoes nothing; "+
 				"to have its request run again, delete it: idemctl delete -table %s -scope %q -key %q -completed -reason \"why\"", err, o.table, o.scope, o.key)
 		} else if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemkeys/idem/local/provider"
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/idemlambda"
 )
 
 func charged(t *testing.T, resp events.APIGatewayV2HTTPResponse) charge {
@@ -113,7 +114,7 @@ func TestSaved500IsSettledWithoutASecondCharge(t *testing.T) {
 				t.Fatalf("settled = %d %s with effects %+v: want 201 and one charge", settled.StatusCode, settled.Body, effects)
 			}
 			f.clock.add(provider.KeyRetention - time.Hour) // the provider forgot the first key; our record holds
-			if again := f.call("POST", "/charges", "alice", "k-1", visa); again.Body != settled.Body || again.Headers[idem.HeaderReplayed] != "true" {
+			if again := f.call("POST", "/charges", "alice", "k-1", visa); again.Body != settled.Body || again.Headers[idemlambda.HeaderReplayed] != "true" {
 				t.Fatalf("replay = %d %s", again.StatusCode, again.Body)
 			}
 			if n := len(f.sim.Effects()); n != 1 {
@@ -191,7 +192,7 @@ func TestStatusesThatAreNotFinalAreStoredAsWhatTheyAre(t *testing.T) {
 		if tc.code != 402 {
 			got = charged(t, first).Status
 		}
-		if first.StatusCode != tc.code || got != tc.status || again.Body != first.Body || again.Headers[idem.HeaderReplayed] != "true" {
+		if first.StatusCode != tc.code || got != tc.status || again.Body != first.Body || again.Headers[idemlambda.HeaderReplayed] != "true" {
 			t.Errorf("%s: %d %s then %d, want %d %s, replayed", tc.status, first.StatusCode, first.Body, again.StatusCode, tc.code, tc.status)
 		}
 	}
@@ -279,7 +280,7 @@ func TestEveryProviderAnswerIsClassified(t *testing.T) {
 			f.server.payments = healthy
 			f.Handle = f.server.routes()
 			again := f.call("POST", "/charges", "alice", "k", f.body)
-			if replayed := again.Headers[idem.HeaderReplayed] == "true"; replayed != tc.stored {
+			if replayed := again.Headers[idemlambda.HeaderReplayed] == "true"; replayed != tc.stored {
 				t.Fatalf("retry: %d %s replayed=%v, want stored=%v", again.StatusCode, again.Body, replayed, tc.stored)
 			}
 		})

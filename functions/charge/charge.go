@@ -17,8 +17,8 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/idemkeys/idem/functions/internal/httpx"
-	"github.com/idemkeys/idem/pkg/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/idemlambda"
 )
 
 // Key attributes of ChargesTable and AttemptsTable in template.yaml; a test
@@ -67,8 +67,8 @@ type server struct {
 
 func (s *server) routes() httpx.Routes {
 	return httpx.Routes{
-		"POST /charges": idem.HTTPTyped(s.store, parseChargeBody, s.create, func(o *idem.HTTPOptions) {
-			o.ScopeClaim, o.MaxBodyBytes, o.Logger = s.scopeClaim, maxBody, s.log
+		"POST /charges": idemlambda.HTTPAPI(s.store, parseChargeBody, s.create, func(o *idemlambda.Options[events.APIGatewayV2HTTPRequest]) {
+			o.Scope, o.MaxBodyBytes, o.Logger, o.ProblemBase = idemlambda.JWTClaim(s.scopeClaim), maxBody, s.log, httpx.ProblemBase
 		}),
 		"GET /charges/{id}": s.get,
 	}
@@ -79,7 +79,13 @@ func (s *server) routes() httpx.Routes {
 // attempt marker keeps), settles what an earlier attempt may have left at
 // the provider, creates the intent under a downstream key derived from
 // (scope, key), and commits the charge with the response.
-func (s *server) create(ctx context.Context, req idem.HTTPRequest[chargeBody], tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
+func (s *server) create(ctx context.Context, req idemlambda.Request[events.APIGatewayV2HTTPRequest, chargeBody], tx *idem.Tx) (idem.Response, error) {
+	resp, err := s.charge(ctx, req, tx)
+	return httpx.Stored(resp), err
+}
+
+// charge is create in the HTTP API's response type.
+func (s *server) charge(ctx context.Context, req idemlambda.Request[events.APIGatewayV2HTTPRequest, chargeBody], tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
 	c, amount := req.Body.req, req.Body.amount
 	scope, key := req.Scope, req.Key
 	fp, err := idem.Fingerprint(http.MethodPost, "/charges", []byte(req.Event.Body), true)
@@ -134,9 +140,9 @@ func (s *server) create(ctx context.Context, req idem.HTTPRequest[chargeBody], t
 func payerRefused(err error) (events.APIGatewayV2HTTPResponse, error) {
 	switch {
 	case errors.Is(err, errNotYours):
-		return httpapi.ErrorResponse(http.StatusBadRequest, "payment_source_unknown", "no such payment_method or customer of yours"), nil
+		return httpx.ErrorResponse(http.StatusBadRequest, "payment_source_unknown", "no such payment_method or customer of yours"), nil
 	case errors.Is(err, errNoDefaultMethod):
-		return httpapi.ErrorResponse(http.StatusBadRequest, "payment_method_required", "the customer has no default payment method; give payment_method"), nil
+		return httpx.ErrorResponse(http.StatusBadRequest, "payment_method_required", "the customer has no default payment method; give payment_method"), nil
 	}
 	return events.APIGatewayV2HTTPResponse{}, err
 }
@@ -166,8 +172,7 @@ func (s *server) commit(tx *idem.Tx, scope, key string, ch *charge, stored bool)
 				if err != nil || prev == nil {
 					return idem.Response{}, errors.Join(idem.ErrWriteConditionFailed, err)
 				}
-				r := render(prev)
-				return idem.Response{StatusCode: r.StatusCode, Header: r.Headers, Body: []byte(r.Body)}, nil
+				return httpx.Stored(render(prev)), nil
 			})
 	}
 	s.commitMarkerOnly(tx, scope, key)
@@ -247,9 +252,9 @@ func respond(ch *charge, a answer) (events.APIGatewayV2HTTPResponse, bool) {
 	case a.rejected != nil:
 		if a.rejected.Type == stripe.ErrorTypeIdempotency {
 			// The provider holds another request under the downstream key.
-			return httpapi.ErrorResponse(http.StatusUnprocessableEntity, "idempotency_key_reused", a.rejected.Msg), false
+			return httpx.ErrorResponse(http.StatusUnprocessableEntity, "idempotency_key_reused", a.rejected.Msg), false
 		}
-		return httpapi.ErrorResponse(http.StatusBadRequest, "provider_rejected", a.rejected.Msg), false
+		return httpx.ErrorResponse(http.StatusBadRequest, "provider_rejected", a.rejected.Msg), false
 	case a.declined != nil:
 		declined(ch, a.declined.PaymentIntent, a.declined)
 	case a.intent.Status == stripe.PaymentIntentStatusRequiresPaymentMethod || a.intent.Status == stripe.PaymentIntentStatusCanceled:
@@ -271,7 +276,7 @@ func respond(ch *charge, a answer) (events.APIGatewayV2HTTPResponse, bool) {
 func render(ch *charge) events.APIGatewayV2HTTPResponse {
 	ch.Object = "charge"
 	if ch.Status == "declined" {
-		p := httpapi.NewProblem(http.StatusPaymentRequired, "card_declined", "the card was declined ("+ch.DeclineCode+")")
+		p := httpx.Problem(http.StatusPaymentRequired, "card_declined", "the card was declined ("+ch.DeclineCode+")")
 		p.Extra = map[string]any{"decline_code": ch.DeclineCode, "provider_code": ch.ErrorCode, "charge_id": ch.ID}
 		return p.Response()
 	}

@@ -9,9 +9,8 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/idemkeys/idem/pkg/idem/idemlambda"
 	"github.com/stripe/stripe-go/v82"
-
-	"github.com/idemkeys/idem/pkg/idem"
 )
 
 // answer is a provider's answer to the create, sorted: exactly one field is
@@ -31,7 +30,7 @@ const (
 	retryOperate = 30 * time.Second
 )
 
-// classify sorts the create's result. The error is an *idem.TransientError
+// classify sorts the create's result. The error is an *idemlambda.TransientError
 // for what is not the provider's answer to this request (no answer, a busy
 // provider, our own configuration), after which a retry with the same
 // downstream key is safe: the provider has saved nothing under it, or
@@ -77,7 +76,7 @@ func noAnswer(err error) error {
 }
 
 func transient(status int, code string, after time.Duration, err error) error {
-	return &idem.TransientError{StatusCode: status, Code: code, RetryAfter: after, Err: sanitized(err)}
+	return &idemlambda.TransientError{StatusCode: status, Code: code, RetryAfter: after, Err: sanitized(err)}
 }
 
 // providerFault is what a log line may say about a provider failure: the

@@ -25,6 +25,7 @@ import (
 	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/local/provider"
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/idemlambda"
 )
 
 func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
@@ -142,8 +143,8 @@ func TestChargeOnceAndReplay(t *testing.T) {
 	if again.StatusCode != 201 || again.Body != first.Body || again.Headers["Location"] != first.Headers["Location"] {
 		t.Fatalf("replay = %d %s, want the first response", again.StatusCode, again.Body)
 	}
-	if again.Headers[idem.HeaderReplayed] != "true" || first.Headers[idem.HeaderReplayed] != "" {
-		t.Fatalf("Idempotent-Replayed: first %q, replay %q", first.Headers[idem.HeaderReplayed], again.Headers[idem.HeaderReplayed])
+	if again.Headers[idemlambda.HeaderReplayed] != "true" || first.Headers[idemlambda.HeaderReplayed] != "" {
+		t.Fatalf("Idempotent-Replayed: first %q, replay %q", first.Headers[idemlambda.HeaderReplayed], again.Headers[idemlambda.HeaderReplayed])
 	}
 	if n := len(f.sim.Effects()); n != 1 {
 		t.Fatalf("provider charged %d times, want 1", n)
@@ -164,7 +165,7 @@ func TestDeclineIsStoredAndReplayedAs402(t *testing.T) {
 		t.Fatalf("first = %d %s, want 402 card_declined", first.StatusCode, first.Body)
 	}
 	again := f.call("POST", "/charges", "alice", "k-1", body)
-	if again.StatusCode != 402 || again.Body != first.Body || again.Headers[idem.HeaderReplayed] != "true" {
+	if again.StatusCode != 402 || again.Body != first.Body || again.Headers[idemlambda.HeaderReplayed] != "true" {
 		t.Fatalf("replay = %d %s", again.StatusCode, again.Body)
 	}
 	if n := len(f.sim.Effects()); n != 1 {
@@ -203,7 +204,7 @@ func TestProviderFailureLapsesTheKey(t *testing.T) {
 		t.Fatalf("another body under the failed key = %d %s, want 422", other.StatusCode, other.Body)
 	}
 	retry := f.call("POST", "/charges", "alice", "k-1", visa)
-	if retry.StatusCode != 201 || retry.Headers[idem.HeaderReplayed] != "" {
+	if retry.StatusCode != 201 || retry.Headers[idemlambda.HeaderReplayed] != "" {
 		t.Fatalf("retry = %d %s, want a fresh 201", retry.StatusCode, retry.Body)
 	}
 	if n := len(f.sim.Effects()); n != 1 {
@@ -326,7 +327,7 @@ func TestChargesAreScopedToTheCaller(t *testing.T) {
 	}
 	// The same key from bob is bob's own operation, not alice's replay.
 	bobs := f.call("POST", "/charges", "bob", "k-1", visa)
-	if bobs.StatusCode != 201 || bobs.Headers[idem.HeaderReplayed] != "" || bobs.Body == created.Body {
+	if bobs.StatusCode != 201 || bobs.Headers[idemlambda.HeaderReplayed] != "" || bobs.Body == created.Body {
 		t.Fatalf("bob's charge = %d %v, want a charge of his own", bobs.StatusCode, bobs.Headers)
 	}
 }

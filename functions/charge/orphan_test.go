@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/idemkeys/idem/local/provider"
-	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/idemlambda"
 )
 
 // The orphaned charge of core v2's finding (b), end to end: the provider
@@ -39,7 +39,7 @@ func TestChargedThenTimedOutIsNeverOrphaned(t *testing.T) {
 
 	retry := f.call("POST", "/charges", "alice", "k-1", visa)
 	var ch charge
-	if err := json.Unmarshal([]byte(retry.Body), &ch); err != nil || retry.StatusCode != 201 || retry.Headers[idem.HeaderReplayed] != "" {
+	if err := json.Unmarshal([]byte(retry.Body), &ch); err != nil || retry.StatusCode != 201 || retry.Headers[idemlambda.HeaderReplayed] != "" {
 		t.Fatalf("the original request's retry = %d %s, want a fresh 201", retry.StatusCode, retry.Body)
 	}
 	if effects = f.sim.Effects(); len(effects) != 1 || effects[0].PaymentIntentID != ch.ID {
@@ -49,7 +49,7 @@ func TestChargedThenTimedOutIsNeverOrphaned(t *testing.T) {
 		t.Fatalf("charge records = %d, want 1", n)
 	}
 	replay := f.call("POST", "/charges", "alice", "k-1", visa)
-	if replay.StatusCode != 201 || replay.Body != retry.Body || replay.Headers[idem.HeaderReplayed] != "true" {
+	if replay.StatusCode != 201 || replay.Body != retry.Body || replay.Headers[idemlambda.HeaderReplayed] != "true" {
 		t.Fatalf("replay = %d %s, want the charge replayed", replay.StatusCode, replay.Body)
 	}
 }

@@ -120,9 +120,12 @@ type chargeBody struct {
 }
 
 // parseChargeBody is the adapter's parse step: it runs once, before the claim.
-func parseChargeBody(body []byte) (chargeBody, *httpapi.Refusal) {
+func parseChargeBody(body []byte) (chargeBody, error) {
 	c, amount, refusal := parseCharge(body)
-	return chargeBody{req: c, amount: amount}, refusal
+	if refusal != nil {
+		return chargeBody{}, refusal
+	}
+	return chargeBody{req: c, amount: amount}, nil
 }
 
 // notCurrencies are ISO 4217 codes that name no currency a card is

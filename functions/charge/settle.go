@@ -14,6 +14,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/idemlambda"
 )
 
 // How an unknown provider outcome is settled.
@@ -223,7 +224,7 @@ func (s *server) find(ctx context.Context, m marker, op string, now time.Time) (
 
 func (s *server) unsettled(m marker) error {
 	wait := time.Unix(m.Unknown, 0).Add(unknownSettle).Sub(s.now())
-	return &idem.TransientError{StatusCode: 503, Code: "provider_outcome_unknown", RetryAfter: max(wait, time.Second), Err: errUnsettled}
+	return &idemlambda.TransientError{StatusCode: 503, Code: "provider_outcome_unknown", RetryAfter: max(wait, time.Second), Err: errUnsettled}
 }
 
 // recordUnknown marks that the provider saved a 5xx under m's key.

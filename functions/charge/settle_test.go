@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/idemkeys/idem/local/provider"
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/idemlambda"
 )
 
 // Settlement never depends on search: with Stripe's search half an hour or
@@ -126,13 +128,13 @@ func TestSameRequestAfterTheRecordExpiredGetsItsCharge(t *testing.T) {
 			}
 			f.clock.add(idem.MinTTL + time.Hour)
 			retry := f.call("POST", "/charges", "alice", "k-1", tc.body)
-			if retry.StatusCode != tc.status || retry.Body != first.Body || retry.Headers[idem.HeaderReplayed] != "" {
+			if retry.StatusCode != tc.status || retry.Body != first.Body || retry.Headers[idemlambda.HeaderReplayed] != "" {
 				t.Fatalf("retry after the record expired = %d %s, want the first answer %d %s", retry.StatusCode, retry.Body, first.StatusCode, first.Body)
 			}
 			if n := len(f.sim.Effects()); n != 1 || f.charges() != 1 || f.items() != 2 {
 				t.Fatalf("%d effects, %d charge records, %d items: want one charge, one record, no marker", n, f.charges(), f.items())
 			}
-			if again := f.call("POST", "/charges", "alice", "k-1", tc.body); again.Body != first.Body || again.Headers[idem.HeaderReplayed] != "true" {
+			if again := f.call("POST", "/charges", "alice", "k-1", tc.body); again.Body != first.Body || again.Headers[idemlambda.HeaderReplayed] != "true" {
 				t.Fatalf("then = %d %s, want it replayed", again.StatusCode, again.Body)
 			}
 		})
@@ -148,7 +150,7 @@ func TestBase64BodyIsDecodedAndUndecodableRefused(t *testing.T) {
 	if first.StatusCode != 201 {
 		t.Fatalf("base64 body = %d %s, want 201", first.StatusCode, first.Body)
 	}
-	if again := f.call("POST", "/charges", "alice", "k-1", visa, "Content-Type", "application/octet-stream"); again.Body != first.Body || again.Headers[idem.HeaderReplayed] != "true" {
+	if again := f.call("POST", "/charges", "alice", "k-1", visa, "Content-Type", "application/octet-stream"); again.Body != first.Body || again.Headers[idemlambda.HeaderReplayed] != "true" {
 		t.Fatalf("its retry = %d %s, want the replay", again.StatusCode, again.Body)
 	}
 	items := f.items()
@@ -168,7 +170,7 @@ func TestAnUnreadableBodyIsNeverCharged(t *testing.T) {
 	c, amount, _ := parseCharge([]byte(visa))
 	ev := f.event("POST", "/charges", "alice", "k-1", visa)
 	ev.Body = "eyJhbW91bnQiOjEwNTB9" // base64, still encoded
-	_, err := f.server.create(context.Background(), idem.HTTPRequest[chargeBody]{Event: ev, Body: chargeBody{req: c, amount: amount}, Scope: "alice", Key: "k-1"}, &idem.Tx{})
+	_, err := f.server.create(context.Background(), idemlambda.Request[events.APIGatewayV2HTTPRequest, chargeBody]{Event: &ev, Body: chargeBody{req: c, amount: amount}, Scope: "alice", Key: "k-1"}, &idem.Tx{})
 	if err == nil || len(f.sim.Effects()) != 0 {
 		t.Fatalf("err %v, %d effects: want an error and no charge", err, len(f.sim.Effects()))
 	}

@@ -110,7 +110,7 @@ func TestRaceStorm(t *testing.T) {
 		TableName:                 aws.String(f.tables[0]),
 		FilterExpression:          aws.String("#s = :p AND lease_until < :now"),
 		ExpressionAttributeNames:  map[string]string{"#s": "status"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: idem.StatusInProgress}, ":now": &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixMilli(), 10)}},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: "IN_PROGRESS"}, ":now": &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixMilli(), 10)}},
 		ConsistentRead:            aws.Bool(true),
 	})
 	if err != nil {

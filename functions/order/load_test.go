@@ -287,11 +287,11 @@ func drive(t *testing.T, handle func(context.Context, events.APIGatewayV2HTTPReq
 func (s *server) plainCreate(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	scope, body, refusal := httpapi.CheckRequest(&req, s.scopeClaim, maxBody)
 	if refusal != nil {
-		return refusal.Response(), nil
+		return httpx.Refused(refusal), nil
 	}
-	parsed, refusal := parseOrder(body)
-	if refusal != nil {
-		return refusal.Response(), nil
+	parsed, err := parseOrder(body)
+	if refusal, ok := err.(*httpapi.Refusal); ok {
+		return httpx.Refused(refusal), nil
 	}
 	o := s.newOrder(scope, "ord_"+strconv.FormatUint(rand.Uint64(), 36), parsed)
 	item, err := attributevalue.MarshalMap(&o)

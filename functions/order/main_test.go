@@ -16,6 +16,7 @@ import (
 	"github.com/idemkeys/idem/functions/internal/apitest"
 	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/idemlambda"
 )
 
 func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
@@ -63,7 +64,7 @@ func TestCreateOrderOncePerKey(t *testing.T) {
 		t.Fatalf("first = %d %s", first.StatusCode, first.Body)
 	}
 	again := f.Call("POST", "/orders", "alice", "k-1", tea)
-	if again.StatusCode != 201 || again.Body != first.Body || again.Headers[idem.HeaderReplayed] != "true" {
+	if again.StatusCode != 201 || again.Body != first.Body || again.Headers[idemlambda.HeaderReplayed] != "true" {
 		t.Fatalf("replay = %d %s", again.StatusCode, again.Body)
 	}
 	if n := apitest.Items(t, f.raw, f.tables[1]); n != 1 {
@@ -91,7 +92,7 @@ func TestFastPathCreatesAnOrderInOneCall(t *testing.T) {
 		}
 		f.calls.Reset()
 		again := f.Call("POST", "/orders", "alice", "k-1", tea)
-		if again.Body != first.Body || again.Headers[idem.HeaderReplayed] != "true" || f.calls.Total() != 1 {
+		if again.Body != first.Body || again.Headers[idemlambda.HeaderReplayed] != "true" || f.calls.Total() != 1 {
 			t.Fatalf("fast=%v: replay = %d after %v calls, want the replay after 1", fast, again.StatusCode, f.calls.Calls())
 		}
 		if n := apitest.Items(t, f.raw, f.tables[1]); n != 1 {
@@ -218,7 +219,7 @@ func TestRetriedPostReplaysWhateverThePath(t *testing.T) {
 	first := f.Call("POST", "/orders", "alice", "k-path", tea)
 	for _, raw := range []string{"/orders/", "/v1/orders"} {
 		again := f.CallRaw("POST", "/orders", raw, "alice", "k-path", tea)
-		if again.StatusCode != 201 || again.Body != first.Body || again.Headers[idem.HeaderReplayed] != "true" {
+		if again.StatusCode != 201 || again.Body != first.Body || again.Headers[idemlambda.HeaderReplayed] != "true" {
 			t.Errorf("POST %s = %d %s, want the first order replayed", raw, again.StatusCode, again.Body)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/idemkeys/idem/functions/internal/httpx"
 	"github.com/idemkeys/idem/pkg/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/idemlambda"
 )
 
 // Key attributes of OrdersTable in template.yaml; a test checks they agree.
@@ -70,7 +71,7 @@ func sameOrder(o order, req orderRequest) bool {
 
 var sku = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
-func parseOrder(body []byte) (orderRequest, *httpapi.Refusal) {
+func parseOrder(body []byte) (orderRequest, error) {
 	var o orderRequest
 	if err := httpx.DecodeStrict(body, &o); err != nil {
 		return o, httpx.Invalid("%v", err)
@@ -112,8 +113,8 @@ type orderDB interface {
 
 func (s *server) routes() httpx.Routes {
 	return httpx.Routes{
-		"POST /orders": idem.HTTPTyped(s.store, parseOrder, s.create, func(o *idem.HTTPOptions) {
-			o.ScopeClaim, o.MaxBodyBytes, o.Logger, o.Atomic = s.scopeClaim, maxBody, s.log, s.fastPath
+		"POST /orders": idemlambda.HTTPAPI(s.store, parseOrder, s.create, func(o *idemlambda.Options[events.APIGatewayV2HTTPRequest]) {
+			o.Scope, o.MaxBodyBytes, o.Logger, o.Atomic, o.ProblemBase = idemlambda.JWTClaim(s.scopeClaim), maxBody, s.log, s.fastPath, httpx.ProblemBase
 		}),
 		"PUT /orders/{order_id}": s.put,
 		"GET /orders/{order_id}": s.get,
@@ -126,12 +127,12 @@ func (s *server) newOrder(scope, id string, req orderRequest) order {
 
 // create makes a new order, once per Idempotency-Key: the order and the
 // completed response commit in one transaction.
-func (s *server) create(ctx context.Context, req idem.HTTPRequest[orderRequest], tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
+func (s *server) create(ctx context.Context, req idemlambda.Request[events.APIGatewayV2HTTPRequest, orderRequest], tx *idem.Tx) (idem.Response, error) {
 	id := "ord_" + strings.ToLower(rand.Text()[:20])
 	o := s.newOrder(req.Scope, id, req.Body)
 	item, err := attributevalue.MarshalMap(&o)
 	if err != nil {
-		return events.APIGatewayV2HTTPResponse{}, err
+		return idem.Response{}, err
 	}
 	tx.Add(types.TransactWriteItem{Put: &types.Put{
 		TableName:           aws.String(s.table),
@@ -140,7 +141,7 @@ func (s *server) create(ctx context.Context, req idem.HTTPRequest[orderRequest],
 	}}, nil)
 	resp := httpx.JSON(http.StatusCreated, o)
 	resp.Headers["Location"] = "/orders/" + id
-	return resp, nil
+	return httpx.Stored(resp), nil
 }
 
 // put is natural idempotency, with no Idempotency-Key: the client picks the
@@ -151,18 +152,18 @@ func (s *server) create(ctx context.Context, req idem.HTTPRequest[orderRequest],
 func (s *server) put(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	scope, bodyBytes, refusal := httpapi.CheckRequest(&req, s.scopeClaim, maxBody)
 	if refusal != nil {
-		return refusal.Response(), nil
+		return httpx.Refused(refusal), nil
 	}
 	id := req.PathParameters["order_id"]
 	if !httpx.ID.MatchString(id) {
-		return httpapi.ErrorResponse(http.StatusBadRequest, "invalid_request", "order_id must be 1 to 128 of letters, digits, '_', '-'"), nil
+		return httpx.ErrorResponse(http.StatusBadRequest, "invalid_request", "order_id must be 1 to 128 of letters, digits, '_', '-'"), nil
 	}
-	body, refusal := parseOrder(bodyBytes)
-	if refusal != nil {
-		return refusal.Response(), nil
+	body, err := parseOrder(bodyBytes)
+	if refusal, ok := err.(*httpapi.Refusal); ok {
+		return httpx.Refused(refusal), nil
 	}
-	if _, err := idem.CanonicalJSON(bodyBytes); err != nil { // duplicate keys and the like
-		return httpapi.ErrorResponse(http.StatusBadRequest, "invalid_json", err.Error()), nil
+	if _, err := idem.Fingerprint(http.MethodPut, "/orders/{order_id}", bodyBytes, true); err != nil { // duplicate keys and the like
+		return httpx.ErrorResponse(http.StatusBadRequest, "invalid_json", err.Error()), nil
 	}
 	o := s.newOrder(scope, id, body)
 	item, err := attributevalue.MarshalMap(&o)
@@ -183,13 +184,13 @@ func (s *server) put(ctx context.Context, req events.APIGatewayV2HTTPRequest) (e
 		return resp, nil
 	case !errors.As(err, &ccf):
 		s.log.Error("order: put", "error", err.Error())
-		r := httpapi.ErrorResponse(http.StatusServiceUnavailable, "internal_error", "the order could not be saved; PUT it again")
+		r := httpx.ErrorResponse(http.StatusServiceUnavailable, "internal_error", "the order could not be saved; PUT it again")
 		r.Headers["Retry-After"] = "1"
 		return r, nil
 	}
 	var existing order
 	if err := attributevalue.UnmarshalMap(ccf.Item, &existing); err != nil || !sameOrder(existing, body) {
-		return httpapi.ErrorResponse(http.StatusConflict, "order_exists", "order "+id+" exists with different content"), nil
+		return httpx.ErrorResponse(http.StatusConflict, "order_exists", "order "+id+" exists with different content"), nil
 	}
 	existing.Object = "order"
 	return httpx.JSON(http.StatusOK, existing), nil

@@ -17,11 +17,13 @@ import (
 	"os"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/idemkeys/idem/functions/internal/config"
 	"github.com/idemkeys/idem/functions/internal/emf"
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/idemlambda"
 )
 
 func main() {
@@ -46,10 +48,8 @@ func run(ctx context.Context) error {
 		return err
 	}
 	p := &projector{db: db, table: table, now: time.Now, log: log}
-	handler, err := store.SQS(p.project, func(o *idem.SQSOptions) { o.Scope, o.Key, o.Logger = consumer, eventID, log })
-	if err != nil {
-		return err
-	}
-	lambda.Start(handler)
+	lambda.Start(idemlambda.SQS(store, p.project, func(o *idemlambda.ConsumerOptions[events.SQSMessage]) {
+		o.Scope, o.Key, o.Logger = consumer, eventID, log
+	}))
 	return nil
 }

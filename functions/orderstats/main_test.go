@@ -18,6 +18,7 @@ import (
 	"github.com/idemkeys/idem/functions/internal/apitest"
 	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/idemlambda"
 )
 
 func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
@@ -102,9 +103,7 @@ func newConsumer(t *testing.T) *consumerFixture {
 		t.Fatal(err)
 	}
 	p := &projector{db: f.raw, table: f.stats, now: clock, log: slog.New(slog.NewJSONHandler(f.logs, nil))}
-	if f.handle, err = store.SQS(p.project, func(o *idem.SQSOptions) { o.Scope, o.Key = consumer, eventID }); err != nil {
-		t.Fatal(err)
-	}
+	f.handle = idemlambda.SQS(store, p.project, func(o *idemlambda.ConsumerOptions[events.SQSMessage]) { o.Scope, o.Key = consumer, eventID })
 	return f
 }
 

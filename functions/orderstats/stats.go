@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/idemlambda"
 )
 
 // attrScope is OrderStatsTable's hash key in template.yaml.
@@ -30,7 +31,7 @@ type record = events.DynamoDBEventRecord
 // eventID keys a message by the stream record's eventID, which names the
 // change itself: a pipe that retries a send makes a new SQS message (a new
 // messageId) of the same change.
-func eventID(msg events.SQSMessage) (string, error) {
+func eventID(msg *events.SQSMessage) (string, error) {
 	var r record
 	if err := json.Unmarshal([]byte(msg.Body), &r); err != nil || r.EventID == "" {
 		return "", fmt.Errorf("%w: body is not a DynamoDB stream record with an eventID", idem.ErrInvalidKey)
@@ -66,7 +67,8 @@ type statsReader interface {
 // message's processed marker, once. last_order_id is the newest order by
 // its creation time (then by id), whatever order the messages come in: an
 // older order redelivered or redriven leaves it alone.
-func (p *projector) project(ctx context.Context, msg events.SQSMessage, tx *idem.Tx) error {
+func (p *projector) project(ctx context.Context, ev idemlambda.Event[events.SQSMessage], tx *idem.Tx) error {
+	msg := ev.Event
 	var r record
 	if err := json.Unmarshal([]byte(msg.Body), &r); err != nil {
 		return fmt.Errorf("decode stream record: %w", err)

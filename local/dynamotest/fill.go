@@ -8,8 +8,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/idemkeys/idem/pkg/idem"
 )
 
 // Fill writes n completed idempotency records (keys "fill:k0" onwards in
@@ -53,8 +51,8 @@ func fillBatch(db *dynamodb.Client, table, exp string, from, to int) error {
 	reqs := make([]types.WriteRequest, 0, to-from)
 	for j := from; j < to; j++ {
 		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
-			idem.AttrPK:   &types.AttributeValueMemberS{Value: "4:fill:k" + strconv.Itoa(j)},
-			"status":      &types.AttributeValueMemberS{Value: idem.StatusCompleted},
+			"pk":          &types.AttributeValueMemberS{Value: "4:fill:k" + strconv.Itoa(j)},
+			"status":      &types.AttributeValueMemberS{Value: "COMPLETED"},
 			"fingerprint": &types.AttributeValueMemberS{Value: "v1:x"},
 			"expires_at":  &types.AttributeValueMemberN{Value: exp},
 			"response":    &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"status": &types.AttributeValueMemberN{Value: "201"}, "body": &types.AttributeValueMemberB{Value: []byte(`{"id":"ord_x"}`)}}},

@@ -13,17 +13,19 @@ import (
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkeys/idem/pkg/idem"
 )
 
-// MaxScopeLength is the longest identity accepted as a scope, in bytes.
-const MaxScopeLength = 1024
-
-// Refusal is a request turned away before any write.
+// Refusal is a request turned away before any write: a front door's Parse
+// returns it as its error to answer StatusCode with the problem Code.
 type Refusal struct {
 	StatusCode int
 	Code       string
 	Message    string
 }
+
+func (r *Refusal) Error() string { return r.Code + ": " + r.Message }
 
 // Response renders the refusal as a problem details response.
 func (r *Refusal) Response() events.APIGatewayV2HTTPResponse {
@@ -39,9 +41,9 @@ func Unauthenticated() *Refusal {
 }
 
 // CheckScope refuses an identity that cannot be a scope (401): none, or one
-// over MaxScopeLength.
+// over idem.MaxScopeLength.
 func CheckScope(scope string) *Refusal {
-	if scope == "" || len(scope) > MaxScopeLength {
+	if scope == "" || len(scope) > idem.MaxScopeLength {
 		return Unauthenticated()
 	}
 	return nil

@@ -11,12 +11,8 @@ import (
 // ContentType is the media type of problem details (RFC 9457).
 const ContentType = "application/problem+json"
 
-// TypeBase is the base of every problem's type URI: the type of the problem
-// with code c is TypeBase + c, documented in the README's error table.
-const TypeBase = "https://github.com/idemkeys/idem/blob/main/README.md#problem-"
-
-// titles are the short, fixed summaries of the codes; a code not listed has
-// its status's text as its title.
+// titles are the short, fixed summaries of the codes, for a problem whose
+// type is its own (WithBase); a code not listed has its status's text.
 var titles = map[string]string{
 	"unauthenticated":         "Not authenticated",
 	"idempotency_key_missing": "Idempotency-Key missing",
@@ -47,13 +43,25 @@ type Problem struct {
 	Extra  map[string]any
 }
 
-// NewProblem is the problem of code at status, with detail for this occurrence.
+// NewProblem is the problem of code at status, with detail for this
+// occurrence. Its type is RFC 9457's "about:blank", whose title is the
+// status's text; WithBase gives it a type of its own.
 func NewProblem(status int, code, detail string) Problem {
-	title, ok := titles[code]
-	if !ok {
-		title = http.StatusText(status)
+	return Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail, Code: code}
+}
+
+// WithBase is p with the type base + p.Code and the code's own title, so
+// that the type URI names a document about the code (base "" leaves p as
+// it is).
+func (p Problem) WithBase(base string) Problem {
+	if base == "" {
+		return p
 	}
-	return Problem{Type: TypeBase + code, Title: title, Status: status, Detail: detail, Code: code}
+	p.Type = base + p.Code
+	if title, ok := titles[p.Code]; ok {
+		p.Title = title
+	}
+	return p
 }
 
 // JSON is the problem's body.

@@ -12,28 +12,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// The operator's errors.
-var (
-	// ErrNoRecord: the table holds no live record for the key.
-	ErrNoRecord = errors.New("idem: no record for this key")
-	// ErrCompleted: the key is completed; a lapse would undo nothing and is
-	// refused.
-	ErrCompleted = errors.New("idem: the key is completed")
-	// ErrNotCompleted: only a completed key may be deleted; one in progress
-	// is lapsed instead, so that it stays bound to its request.
-	ErrNotCompleted = errors.New("idem: the key is not completed")
-	// ErrRecordChanged: the record is no longer the one the operator read
-	// (another attempt took it over or completed it); read it again.
-	ErrRecordChanged = errors.New("idem: the record changed since it was read")
-	// ErrNoReason: a change to a record needs a reason, for the log.
-	ErrNoReason = errors.New("idem: a change needs a reason")
-)
+// errCompleted refuses a lapse of a completed key, which would undo nothing.
+var errCompleted = fmt.Errorf("%w: the key is completed", ErrWrongState)
 
 // KeyRecord is a key's record as an operator sees it. Inspect returns it;
 // Lapse and Delete act on exactly the record it was read as.
 type KeyRecord struct {
 	Scope, Key, KeyHash string
-	Status              string // StatusInProgress or StatusCompleted
+	Status              string // "IN_PROGRESS" or "COMPLETED"
 	Attempts            int
 	LeaseUntil          time.Time // zero once lapsed
 	ExpiresAt           time.Time // when TTL may delete it
@@ -47,7 +33,7 @@ type KeyRecord struct {
 
 // LeaseLeft is how long the holder's lease still runs at now; 0 if over.
 func (r *KeyRecord) LeaseLeft(now time.Time) time.Duration {
-	if r.Status != StatusInProgress || !r.LeaseUntil.After(now) {
+	if r.Status != statusInProgress || !r.LeaseUntil.After(now) {
 		return 0
 	}
 	return r.LeaseUntil.Sub(now)
@@ -97,15 +83,15 @@ func keyRecord(r *record) *KeyRecord {
 // to its request, whose next retry takes it over at once. If the holder was
 // alive after all, it is fenced from then on (the lapse replaced its lease
 // token): its commit fails with ErrLeaseLost and writes nothing, and the
-// retry runs the work. A completed key is refused with ErrCompleted; a
+// retry runs the work. A completed key is refused with ErrWrongState; a
 // record taken over since it was read, with ErrRecordChanged. The change is
 // logged with reason.
 func (s *Store) Lapse(ctx context.Context, rec *KeyRecord, reason string) error {
 	if reason == "" {
 		return ErrNoReason
 	}
-	if rec.Status == StatusCompleted {
-		return ErrCompleted
+	if rec.Status == statusCompleted {
+		return errCompleted
 	}
 	lapsed, found, err := s.lapse(ctx, rec.pk, rec.token)
 	switch {
@@ -113,8 +99,8 @@ func (s *Store) Lapse(ctx context.Context, rec *KeyRecord, reason string) error 
 		return err
 	case !lapsed && found == nil:
 		return ErrNoRecord
-	case !lapsed && found.Status == StatusCompleted && found.LeaseToken == rec.token:
-		return ErrCompleted // its holder committed before the lapse
+	case !lapsed && found.Status == statusCompleted && found.LeaseToken == rec.token:
+		return errCompleted // its holder committed before the lapse
 	case !lapsed:
 		return ErrRecordChanged
 	}
@@ -128,7 +114,7 @@ const condCompletedAsRead = "#status = :completed AND lease_token = :mine"
 
 // Delete removes a completed key, so that the key may be used again for
 // another request, with reason in the log. It is refused for a key in
-// progress (ErrNotCompleted: lapse it instead) and for a record that
+// progress (ErrWrongState: lapse it instead) and for a record that
 // changed since rec was read (ErrRecordChanged). A replay of the deleted
 // response is then no longer possible: a retry of the original request
 // runs the work again, and this Store's cache no longer answers for the
@@ -144,18 +130,18 @@ func (s *Store) Delete(ctx context.Context, rec *KeyRecord, reason string) error
 	if reason == "" {
 		return ErrNoReason
 	}
-	if rec.Status != StatusCompleted {
-		return ErrNotCompleted
+	if rec.Status != statusCompleted {
+		return fmt.Errorf("%w: the key is in progress; lapse it instead", ErrWrongState)
 	}
 	s.cache.forget(rec.pk, rec.token)
 	del := &dynamodb.TransactWriteItemsInput{
 		TransactItems: []types.TransactWriteItem{{Delete: &types.Delete{
 			TableName:                &s.table,
-			Key:                      map[string]types.AttributeValue{AttrPK: &types.AttributeValueMemberS{Value: rec.pk}},
+			Key:                      map[string]types.AttributeValue{attrPK: &types.AttributeValueMemberS{Value: rec.pk}},
 			ConditionExpression:      aws.String(condCompletedAsRead),
 			ExpressionAttributeNames: map[string]string{"#status": attrStatus},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":completed": &types.AttributeValueMemberS{Value: StatusCompleted},
+				":completed": &types.AttributeValueMemberS{Value: statusCompleted},
 				":mine":      &types.AttributeValueMemberS{Value: rec.token},
 			},
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,

@@ -19,28 +19,28 @@ import (
 func TestInspectShowsTheRecord(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	if _, err := f.store.Inspect(ctx, "alice", "k1"); !errors.Is(err, idem.ErrNoRecord) {
+	if _, err := f.Store.Inspect(ctx, "alice", "k1"); !errors.Is(err, idem.ErrNoRecord) {
 		t.Fatalf("no record: %v, want ErrNoRecord", err)
 	}
-	start := f.clock.Now()
-	if _, err := f.store.Do(ctx, req("alice", "k1", `{}`), ok); err != nil {
+	start := f.Clock.Now()
+	if _, err := f.Store.Do(ctx, req("alice", "k1", `{}`), ok); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := f.store.Inspect(ctx, "alice", "k1")
+	rec, err := f.Store.Inspect(ctx, "alice", "k1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Status != idem.StatusCompleted || rec.Attempts != 1 || rec.Response == nil || rec.Response.StatusCode != 201 || string(rec.Response.Body) != "{}" {
+	if rec.Status != "COMPLETED" || rec.Attempts != 1 || rec.Response == nil || rec.Response.StatusCode != 201 || string(rec.Response.Body) != "{}" {
 		t.Fatalf("record %+v", rec)
 	}
 	if !rec.CreatedAt.Equal(start.Truncate(time.Millisecond)) || rec.CompletedAt.IsZero() || rec.KeyHash != idem.KeyHash("alice", "k1") {
 		t.Fatalf("times or hash: %+v", rec)
 	}
-	if left := rec.LeaseLeft(f.clock.Now()); left != 0 {
+	if left := rec.LeaseLeft(f.Clock.Now()); left != 0 {
 		t.Fatalf("a completed key has %v of lease left", left)
 	}
-	f.clock.Advance(idem.MinTTL + time.Hour)
-	if _, err := f.store.Inspect(ctx, "alice", "k1"); !errors.Is(err, idem.ErrNoRecord) {
+	f.Clock.Advance(idem.MinTTL + time.Hour)
+	if _, err := f.Store.Inspect(ctx, "alice", "k1"); !errors.Is(err, idem.ErrNoRecord) {
 		t.Fatalf("expired record: %v, want ErrNoRecord", err)
 	}
 }
@@ -48,7 +48,7 @@ func TestInspectShowsTheRecord(t *testing.T) {
 // adminLog is an operator's store whose log lines the test reads.
 func adminLog(f *fixture) (*idem.Store, *bytes.Buffer) {
 	var buf bytes.Buffer
-	return f.newStore(func(o *idem.Options) { o.Logger = slog.New(slog.NewJSONHandler(&buf, nil)) }), &buf
+	return f.NewStore(func(o *idem.Options) { o.Logger = slog.New(slog.NewJSONHandler(&buf, nil)) }), &buf
 }
 
 func TestLapseHandsADeadHoldersKeyToTheNextRetry(t *testing.T) {
@@ -58,7 +58,7 @@ func TestLapseHandsADeadHoldersKeyToTheNextRetry(t *testing.T) {
 	claimed, release := make(chan struct{}), make(chan struct{})
 	holder := make(chan error, 1)
 	go func() {
-		_, err := f.store.Do(ctx, r, func(context.Context, *idem.Tx) (idem.Response, error) {
+		_, err := f.Store.Do(ctx, r, func(context.Context, *idem.Tx) (idem.Response, error) {
 			close(claimed)
 			<-release // "dead": it only wakes after the key has moved on
 			return idem.Response{StatusCode: 201}, nil
@@ -68,7 +68,7 @@ func TestLapseHandsADeadHoldersKeyToTheNextRetry(t *testing.T) {
 	<-claimed
 	ops, log := adminLog(f)
 	rec, err := ops.Inspect(ctx, "bob", "k1")
-	if err != nil || rec.Status != idem.StatusInProgress || rec.LeaseLeft(f.clock.Now()) <= 0 {
+	if err != nil || rec.Status != "IN_PROGRESS" || rec.LeaseLeft(f.Clock.Now()) <= 0 {
 		t.Fatalf("in progress: %+v %v", rec, err)
 	}
 	if err := ops.Lapse(ctx, rec, ""); !errors.Is(err, idem.ErrNoReason) {
@@ -77,15 +77,15 @@ func TestLapseHandsADeadHoldersKeyToTheNextRetry(t *testing.T) {
 	if err := ops.Lapse(ctx, rec, "holder's Lambda timed out (request 42)"); err != nil {
 		t.Fatal(err)
 	}
-	f.lapsed("bob", "k1", r.Fingerprint)
-	if _, err := f.newStore().Do(ctx, r, ok); err != nil {
+	f.Lapsed("bob", "k1", r.Fingerprint)
+	if _, err := f.NewStore().Do(ctx, r, ok); err != nil {
 		t.Fatalf("the retry after the lapse: %v, want it to take over at once", err)
 	}
 	close(release)
 	if err := <-holder; !errors.Is(err, idem.ErrLeaseLost) {
 		t.Fatalf("the holder that woke: %v, want fenced", err)
 	}
-	if err := ops.Lapse(ctx, rec, "again"); !errors.Is(err, idem.ErrCompleted) && !errors.Is(err, idem.ErrRecordChanged) {
+	if err := ops.Lapse(ctx, rec, "again"); !errors.Is(err, idem.ErrWrongState) && !errors.Is(err, idem.ErrRecordChanged) {
 		t.Fatalf("lapse on a token since taken over: %v, want refused", err)
 	}
 	var line map[string]any
@@ -108,46 +108,46 @@ func TestLapsedLiveHolderNeverCommits(t *testing.T) {
 	claimed, release := make(chan struct{}), make(chan struct{})
 	holder := make(chan error, 1)
 	go func() {
-		_, err := f.store.Do(ctx, r, func(_ context.Context, tx *idem.Tx) (idem.Response, error) {
+		_, err := f.Store.Do(ctx, r, func(_ context.Context, tx *idem.Tx) (idem.Response, error) {
 			close(claimed)
 			<-release
-			tx.Add(f.orderPut("bob", "o-live", "late"), nil)
+			tx.Add(f.OrderPut("bob", "o-live", "late"), nil)
 			return idem.Response{StatusCode: 201}, nil
 		})
 		holder <- err
 	}()
 	<-claimed
-	rec, err := f.store.Inspect(ctx, "bob", "k2")
+	rec, err := f.Store.Inspect(ctx, "bob", "k2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.store.Lapse(ctx, rec, "looked dead"); err != nil {
+	if err := f.Store.Lapse(ctx, rec, "looked dead"); err != nil {
 		t.Fatal(err)
 	}
 	close(release)
 	if err := <-holder; !errors.Is(err, idem.ErrLeaseLost) {
 		t.Fatalf("the live holder's commit after the lapse: %v, want ErrLeaseLost", err)
 	}
-	if f.order("bob", "o-live") != nil {
+	if f.Order("bob", "o-live") != nil {
 		t.Fatal("the lapsed holder's write landed")
 	}
-	f.lapsed("bob", "k2", r.Fingerprint)
+	f.Lapsed("bob", "k2", r.Fingerprint)
 }
 
 func TestLapseRefusesACompletedKey(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	if _, err := f.store.Do(ctx, req("bob", "k2", `{}`), ok); err != nil {
+	if _, err := f.Store.Do(ctx, req("bob", "k2", `{}`), ok); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := f.store.Inspect(ctx, "bob", "k2")
+	rec, err := f.Store.Inspect(ctx, "bob", "k2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.store.Lapse(ctx, rec, "mistake"); !errors.Is(err, idem.ErrCompleted) {
+	if err := f.Store.Lapse(ctx, rec, "mistake"); !errors.Is(err, idem.ErrWrongState) {
 		t.Fatalf("lapse of a completed key: %v, want ErrCompleted", err)
 	}
-	if res, err := f.store.Do(ctx, req("bob", "k2", `{}`), ok); err != nil || !res.Replayed {
+	if res, err := f.Store.Do(ctx, req("bob", "k2", `{}`), ok); err != nil || !res.Replayed {
 		t.Fatalf("after the refused lapse: %+v %v, want a replay", res, err)
 	}
 }
@@ -156,7 +156,7 @@ func TestDeleteOnlyTheCompletedRecordAsRead(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	ops, log := adminLog(f)
-	if _, err := f.store.Do(ctx, req("carol", "k1", `{}`), ok); err != nil {
+	if _, err := f.Store.Do(ctx, req("carol", "k1", `{}`), ok); err != nil {
 		t.Fatal(err)
 	}
 	rec, err := ops.Inspect(ctx, "carol", "k1")
@@ -169,7 +169,7 @@ func TestDeleteOnlyTheCompletedRecordAsRead(t *testing.T) {
 	if err := ops.Delete(ctx, rec, "customer asked to resend, ticket 7"); err != nil {
 		t.Fatal(err)
 	}
-	if item := f.record("carol", "k1"); item != nil {
+	if item := f.Record("carol", "k1"); item != nil {
 		t.Fatalf("still there: %v", item)
 	}
 	if !strings.Contains(log.String(), `"action":"delete"`) || !strings.Contains(log.String(), "ticket 7") {
@@ -177,13 +177,13 @@ func TestDeleteOnlyTheCompletedRecordAsRead(t *testing.T) {
 	}
 	// The key is used again: a new record, under a new lease token. The
 	// operator's old read must not delete it.
-	if _, err := f.store.Do(ctx, req("carol", "k1", `{"again":true}`), ok); err != nil {
+	if _, err := f.Store.Do(ctx, req("carol", "k1", `{"again":true}`), ok); err != nil {
 		t.Fatal(err)
 	}
 	if err := ops.Delete(ctx, rec, "stale read"); !errors.Is(err, idem.ErrRecordChanged) {
 		t.Fatalf("delete on a stale read: %v, want ErrRecordChanged", err)
 	}
-	if f.record("carol", "k1") == nil {
+	if f.Record("carol", "k1") == nil {
 		t.Fatal("the new record was deleted on a stale read")
 	}
 }
@@ -192,15 +192,15 @@ func TestDeleteRefusesAKeyInProgress(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	var rec *idem.KeyRecord
-	f.store.Do(ctx, req("dave", "k1", `{}`), func(ctx context.Context, _ *idem.Tx) (idem.Response, error) {
+	f.Store.Do(ctx, req("dave", "k1", `{}`), func(ctx context.Context, _ *idem.Tx) (idem.Response, error) {
 		var err error
-		rec, err = f.store.Inspect(ctx, "dave", "k1")
+		rec, err = f.Store.Inspect(ctx, "dave", "k1")
 		return idem.Response{StatusCode: 200}, err
 	})
-	if rec == nil || rec.Status != idem.StatusInProgress {
+	if rec == nil || rec.Status != "IN_PROGRESS" {
 		t.Fatalf("read in progress: %+v", rec)
 	}
-	if err := f.store.Delete(ctx, rec, "stuck"); !errors.Is(err, idem.ErrNotCompleted) {
+	if err := f.Store.Delete(ctx, rec, "stuck"); !errors.Is(err, idem.ErrWrongState) {
 		t.Fatalf("delete in progress: %v, want ErrNotCompleted", err)
 	}
 }
@@ -214,20 +214,20 @@ func TestDeleteForgetsTheKeyInThisStoresCache(t *testing.T) {
 	ctx := context.Background()
 	var runs atomic.Int32
 	for range 2 { // the second a replay, which the cache then holds
-		if _, err := f.store.Do(ctx, req("erin", "k1", `{"v":1}`), f.createOrder("erin", "o1", &runs)); err != nil {
+		if _, err := f.Store.Do(ctx, req("erin", "k1", `{"v":1}`), f.createOrder("erin", "o1", &runs)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	rec, err := f.store.Inspect(ctx, "erin", "k1")
+	rec, err := f.Store.Inspect(ctx, "erin", "k1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.store.Delete(ctx, rec, "customer asked to resend"); err != nil {
+	if err := f.Store.Delete(ctx, rec, "customer asked to resend"); err != nil {
 		t.Fatal(err)
 	}
-	calls := f.db.Total()
-	res, err := f.store.Do(ctx, req("erin", "k1", `{"v":2}`), f.createOrder("erin", "o2", &runs))
-	if err != nil || res.Replayed || runs.Load() != 2 || f.db.Total() == calls {
+	calls := f.DB.Total()
+	res, err := f.Store.Do(ctx, req("erin", "k1", `{"v":2}`), f.createOrder("erin", "o2", &runs))
+	if err != nil || res.Replayed || runs.Load() != 2 || f.DB.Total() == calls {
 		t.Fatalf("another request after the delete: %+v, %v after %d runs; want its work run, from the table", res, err, runs.Load())
 	}
 }
@@ -244,7 +244,7 @@ func TestDeleteWhoseAnswerWasLostIsADelete(t *testing.T) {
 			ctx := context.Background()
 			var buf bytes.Buffer
 			proxy, ops := f.proxied(func(o *idem.Options) { o.Logger = slog.New(slog.NewJSONHandler(&buf, nil)) })
-			if _, err := f.store.Do(ctx, req("frank", "k1", `{}`), ok); err != nil {
+			if _, err := f.Store.Do(ctx, req("frank", "k1", `{}`), ok); err != nil {
 				t.Fatal(err)
 			}
 			rec, err := ops.Inspect(ctx, "frank", "k1")
@@ -257,7 +257,7 @@ func TestDeleteWhoseAnswerWasLostIsADelete(t *testing.T) {
 			if err != nil {
 				t.Fatalf("delete whose answer was lost: %v, want nil", err)
 			}
-			if f.record("frank", "k1") != nil {
+			if f.Record("frank", "k1") != nil {
 				t.Fatal("the record is still there")
 			}
 			if !strings.Contains(buf.String(), `"action":"delete"`) || !strings.Contains(buf.String(), "ticket 9") {
@@ -277,24 +277,24 @@ func TestDeleteWhoseAnswerWasLostIsADelete(t *testing.T) {
 func TestDeleteDoesNotReachOtherEnvironmentsCaches(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	cached := f.newStore(withCache(100, 1<<20)) // another execution environment
+	cached := f.NewStore(withCache(100, 1<<20)) // another execution environment
 	var runs atomic.Int32
 	for range 2 { // the second fills its cache
 		if _, err := cached.Do(ctx, req("gina", "k1", `{}`), f.createOrder("gina", "o1", &runs)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	rec, err := f.store.Inspect(ctx, "gina", "k1")
+	rec, err := f.Store.Inspect(ctx, "gina", "k1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.store.Delete(ctx, rec, "resend"); err != nil {
+	if err := f.Store.Delete(ctx, rec, "resend"); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := cached.Do(ctx, req("gina", "k1", `{}`), f.createOrder("gina", "o1", &runs)); err != nil || !res.Replayed || runs.Load() != 1 {
 		t.Fatalf("the other environment after the delete: %+v, %v after %d runs; want its cached replay", res, err, runs.Load())
 	}
-	if res, err := f.store.Do(ctx, req("gina", "k1", `{}`), f.createOrder("gina", "o2", &runs)); err != nil || res.Replayed || runs.Load() != 2 {
+	if res, err := f.Store.Do(ctx, req("gina", "k1", `{}`), f.createOrder("gina", "o2", &runs)); err != nil || res.Replayed || runs.Load() != 2 {
 		t.Fatalf("an environment without the cache: %+v, %v after %d runs; want the work run again", res, err, runs.Load())
 	}
 }

@@ -63,9 +63,9 @@ func (s *Store) DoAtomic(ctx context.Context, req Request, work Work) (Result, e
 
 // atomicCompletion is DoAtomic's: a new record, completed at once, under the
 // claim's condition.
-func (s *Store) atomicCompletion(c *call, seen *record, writes []Write) completion {
+func (s *Store) atomicCompletion(c *call, seen *record, writes []queued) completion {
 	now := s.opts.Clock()
-	put := s.claimPut(c, seen, StatusCompleted, now, now)
+	put := s.claimPut(c, seen, statusCompleted, now, now)
 	s.complete(put.Item)
 	return completion{pk: c.pk, token: token(put.Item), put: put, writes: writes}
 }

@@ -24,22 +24,22 @@ func (f *fixture) newOrder(scope string, runs *atomic.Int32) idem.Work {
 			runs.Add(1)
 		}
 		id := "ord_" + rand.Text()[:10]
-		tx.Add(f.orderPut(scope, id, "atomic"), nil)
+		tx.Add(f.OrderPut(scope, id, "atomic"), nil)
 		return idem.Response{StatusCode: 201, Body: []byte(id)}, nil
 	}
 }
 
 func (f *fixture) orders(scope string) int {
-	f.t.Helper()
-	out, err := f.raw.Query(context.Background(), &dynamodb.QueryInput{
-		TableName:                 aws.String(f.business),
+	f.T.Helper()
+	out, err := f.Raw.Query(context.Background(), &dynamodb.QueryInput{
+		TableName:                 aws.String(f.Business),
 		KeyConditionExpression:    aws.String("#s = :s"),
 		ExpressionAttributeNames:  map[string]string{"#s": "scope"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberS{Value: scope}},
 		ConsistentRead:            aws.Bool(true),
 	})
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	return int(out.Count)
 }
@@ -47,23 +47,23 @@ func (f *fixture) orders(scope string) int {
 func TestAtomicFirstCallAndReplayCostOneCallEach(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	first, err := f.store.DoAtomic(ctx, req("alice", "k1", `{}`), f.newOrder("alice", nil))
+	first, err := f.Store.DoAtomic(ctx, req("alice", "k1", `{}`), f.newOrder("alice", nil))
 	if err != nil || first.Replayed || first.Response.StatusCode != 201 {
 		t.Fatalf("first = %+v, %v", first, err)
 	}
-	if f.db.Total() != 1 || f.db.Get("TransactWriteItems") != 1 {
-		t.Fatalf("first call made %v, want one TransactWriteItems", f.db.Calls())
+	if f.DB.Total() != 1 || f.DB.Get("TransactWriteItems") != 1 {
+		t.Fatalf("first call made %v, want one TransactWriteItems", f.DB.Calls())
 	}
-	if str(f.record("alice", "k1"), "status") != idem.StatusCompleted || f.orders("alice") != 1 {
+	if str(f.Record("alice", "k1"), "status") != "COMPLETED" || f.orders("alice") != 1 {
 		t.Fatal("record not completed, or the order missing")
 	}
-	f.db.Reset()
-	again, err := f.store.DoAtomic(ctx, req("alice", "k1", `{}`), f.newOrder("alice", nil))
+	f.DB.Reset()
+	again, err := f.Store.DoAtomic(ctx, req("alice", "k1", `{}`), f.newOrder("alice", nil))
 	if err != nil || !again.Replayed || string(again.Response.Body) != string(first.Response.Body) {
 		t.Fatalf("replay = %+v, %v; want %q replayed", again, err, first.Response.Body)
 	}
-	if f.db.Total() != 1 {
-		t.Fatalf("replay made %v, want one call", f.db.Calls())
+	if f.DB.Total() != 1 {
+		t.Fatalf("replay made %v, want one call", f.DB.Calls())
 	}
 	if f.orders("alice") != 1 {
 		t.Fatal("the replay wrote an order")
@@ -76,7 +76,7 @@ func TestAtomicRacersCommitOnce(t *testing.T) {
 	results := make([]idem.Result, n)
 	errs := make([]error, n)
 	race(n, func(i int) {
-		results[i], errs[i] = f.newStore().DoAtomic(context.Background(), req("alice", "race", `{}`), f.newOrder("alice", nil))
+		results[i], errs[i] = f.NewStore().DoAtomic(context.Background(), req("alice", "race", `{}`), f.newOrder("alice", nil))
 	})
 	fresh := 0
 	for i := range n {
@@ -98,8 +98,8 @@ func TestAtomicRacersCommitOnce(t *testing.T) {
 func TestAtomicRefusesAnotherRequestsKey(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	f.store.DoAtomic(ctx, req("alice", "k1", `{"n":1}`), f.newOrder("alice", nil))
-	_, err := f.store.DoAtomic(ctx, req("alice", "k1", `{"n":2}`), f.newOrder("alice", nil))
+	f.Store.DoAtomic(ctx, req("alice", "k1", `{"n":1}`), f.newOrder("alice", nil))
+	_, err := f.Store.DoAtomic(ctx, req("alice", "k1", `{"n":2}`), f.newOrder("alice", nil))
 	if !errors.Is(err, idem.ErrFingerprintMismatch) {
 		t.Fatalf("err = %v, want ErrFingerprintMismatch", err)
 	}
@@ -111,9 +111,9 @@ func TestAtomicRefusesAnotherRequestsKey(t *testing.T) {
 func TestAtomicAndClaimThenCommitShareRecords(t *testing.T) {
 	t.Run("in progress on the slow path is 409 on the fast one", func(t *testing.T) {
 		f := newFixture(t)
-		release := holdKey(t, f.store, req("alice", "k1", `{}`))
+		release := holdKey(t, f.Store, req("alice", "k1", `{}`))
 		defer release()
-		_, err := f.store.DoAtomic(context.Background(), req("alice", "k1", `{}`), f.newOrder("alice", nil))
+		_, err := f.Store.DoAtomic(context.Background(), req("alice", "k1", `{}`), f.newOrder("alice", nil))
 		if !errors.Is(err, idem.ErrInProgress) {
 			t.Fatalf("err = %v, want ErrInProgress", err)
 		}
@@ -124,13 +124,13 @@ func TestAtomicAndClaimThenCommitShareRecords(t *testing.T) {
 	t.Run("each replays what the other completed", func(t *testing.T) {
 		f := newFixture(t)
 		ctx := context.Background()
-		slow, _ := f.store.Do(ctx, req("alice", "slow", `{}`), f.createOrder("alice", "o1", nil))
-		fast, err := f.store.DoAtomic(ctx, req("alice", "slow", `{}`), f.newOrder("alice", nil))
+		slow, _ := f.Store.Do(ctx, req("alice", "slow", `{}`), f.createOrder("alice", "o1", nil))
+		fast, err := f.Store.DoAtomic(ctx, req("alice", "slow", `{}`), f.newOrder("alice", nil))
 		if err != nil || !fast.Replayed || string(fast.Response.Body) != string(slow.Response.Body) {
 			t.Fatalf("fast after slow = %+v, %v", fast, err)
 		}
-		first, _ := f.store.DoAtomic(ctx, req("alice", "fast", `{}`), f.newOrder("alice", nil))
-		second, err := f.store.Do(ctx, req("alice", "fast", `{}`), f.createOrder("alice", "o2", nil))
+		first, _ := f.Store.DoAtomic(ctx, req("alice", "fast", `{}`), f.newOrder("alice", nil))
+		second, err := f.Store.Do(ctx, req("alice", "fast", `{}`), f.createOrder("alice", "o2", nil))
 		if err != nil || !second.Replayed || string(second.Response.Body) != string(first.Response.Body) {
 			t.Fatalf("slow after fast = %+v, %v", second, err)
 		}
@@ -143,17 +143,17 @@ func TestAtomicAndClaimThenCommitShareRecords(t *testing.T) {
 		ctx := context.Background()
 		stalled, resume, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 		go func() {
-			_, err := f.store.Do(ctx, req("alice", "k1", `{}`), func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+			_, err := f.Store.Do(ctx, req("alice", "k1", `{}`), func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
 				close(stalled)
 				<-resume
-				tx.Add(f.orderPut("alice", "slow-order", "slow"), nil)
+				tx.Add(f.OrderPut("alice", "slow-order", "slow"), nil)
 				return idem.Response{StatusCode: 201}, nil
 			})
 			done <- err
 		}()
 		<-stalled
-		f.clock.Advance(11 * time.Second)
-		res, err := f.newStore().DoAtomic(ctx, req("alice", "k1", `{}`), f.newOrder("alice", nil))
+		f.Clock.Advance(11 * time.Second)
+		res, err := f.NewStore().DoAtomic(ctx, req("alice", "k1", `{}`), f.newOrder("alice", nil))
 		if err != nil || res.Replayed {
 			t.Fatalf("fast takeover = %+v, %v", res, err)
 		}
@@ -161,7 +161,7 @@ func TestAtomicAndClaimThenCommitShareRecords(t *testing.T) {
 		if err := <-done; !errors.Is(err, idem.ErrLeaseLost) {
 			t.Fatalf("slow holder: %v, want ErrLeaseLost", err)
 		}
-		if f.order("alice", "slow-order") != nil || f.orders("alice") != 1 {
+		if f.Order("alice", "slow-order") != nil || f.orders("alice") != 1 {
 			t.Fatal("the fenced holder's write landed, or the taker's is missing")
 		}
 	})
@@ -170,18 +170,18 @@ func TestAtomicAndClaimThenCommitShareRecords(t *testing.T) {
 func TestAtomicBusinessConflictStoresTheDecidedResponse(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	f.raw.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.business), Item: f.orderPut("alice", "taken", "existing").Put.Item})
+	f.Raw.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.Business), Item: f.OrderPut("alice", "taken", "existing").Put.Item})
 	work := func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
-		tx.Add(f.orderPut("alice", "taken", "new"), func(old map[string]types.AttributeValue) (idem.Response, error) {
+		tx.Add(f.OrderPut("alice", "taken", "new"), func(old map[string]types.AttributeValue) (idem.Response, error) {
 			return idem.Response{StatusCode: 409, Body: []byte("taken by " + str(old, "note"))}, nil
 		})
 		return idem.Response{StatusCode: 201}, nil
 	}
-	res, err := f.store.DoAtomic(ctx, req("alice", "k1", `{}`), work)
+	res, err := f.Store.DoAtomic(ctx, req("alice", "k1", `{}`), work)
 	if err != nil || res.Response.StatusCode != 409 || string(res.Response.Body) != "taken by existing" {
 		t.Fatalf("got %+v, %v", res, err)
 	}
-	again, err := f.store.DoAtomic(ctx, req("alice", "k1", `{}`), work)
+	again, err := f.Store.DoAtomic(ctx, req("alice", "k1", `{}`), work)
 	if err != nil || !again.Replayed || again.Response.StatusCode != 409 {
 		t.Fatalf("replay = %+v, %v", again, err)
 	}
@@ -195,7 +195,7 @@ func TestAtomicCommitWhoseAnswerWasLostSucceeds(t *testing.T) {
 	for _, keepToken := range []bool{true, false} {
 		t.Run(fmt.Sprintf("token kept %v", keepToken), func(t *testing.T) {
 			f := newFixture(t)
-			f.db.AfterTx = func(ctx context.Context, in *dynamodb.TransactWriteItemsInput, out *dynamodb.TransactWriteItemsOutput, err error) (*dynamodb.TransactWriteItemsOutput, error) {
+			f.DB.AfterTx = func(ctx context.Context, in *dynamodb.TransactWriteItemsInput, out *dynamodb.TransactWriteItemsOutput, err error) (*dynamodb.TransactWriteItemsOutput, error) {
 				if err != nil {
 					return out, err
 				}
@@ -203,13 +203,13 @@ func TestAtomicCommitWhoseAnswerWasLostSucceeds(t *testing.T) {
 				if !keepToken {
 					again.ClientRequestToken = nil
 				}
-				out, err = f.raw.TransactWriteItems(ctx, &again)
+				out, err = f.Raw.TransactWriteItems(ctx, &again)
 				if canceled := new(types.TransactionCanceledException); keepToken != (err == nil) || !keepToken && !errors.As(err, &canceled) {
 					t.Errorf("resent, token kept %v: %v", keepToken, err)
 				}
 				return out, err
 			}
-			res, err := f.store.DoAtomic(context.Background(), req("alice", "k1", `{}`), f.newOrder("alice", nil))
+			res, err := f.Store.DoAtomic(context.Background(), req("alice", "k1", `{}`), f.newOrder("alice", nil))
 			if err != nil || res.Replayed || res.Response.StatusCode != 201 {
 				t.Fatalf("got %+v, %v; want this commit's own 201", res, err)
 			}

@@ -3,106 +3,20 @@ package idem_test
 import (
 	"context"
 	"encoding/json"
-	"maps"
 	"slices"
 	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/internal/testbed"
 )
 
-// memory is an in-memory stand-in for DynamoDB that answers the library's
-// own calls as DynamoDB would for them (a claim on a completed record fails
-// and returns it; a commit completes the record), and nothing more. It
-// isolates the library's CPU and allocations from the network: it is for
-// benchmarks only; every behaviour is tested against the local engine.
-type memory struct {
-	mu    sync.Mutex
-	items map[string]map[string]types.AttributeValue
-}
-
-func pkOf(item map[string]types.AttributeValue) string {
-	return item[idem.AttrPK].(*types.AttributeValueMemberS).Value
-}
-
-func (m *memory) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if old, ok := m.fails(in.Item, aws.ToString(in.ConditionExpression), in.ExpressionAttributeValues); !ok {
-		return nil, &types.ConditionalCheckFailedException{Item: old}
-	}
-	m.items[pkOf(in.Item)] = in.Item
-	return &dynamodb.PutItemOutput{}, nil
-}
-
-// fails checks the two kinds of condition the library writes under: the
-// lease's fence, or a claim (which, here, only an absent record passes).
-func (m *memory) fails(item map[string]types.AttributeValue, cond string, values map[string]types.AttributeValue) (map[string]types.AttributeValue, bool) {
-	old, exists := m.items[pkOf(item)]
-	if !strings.Contains(cond, "lease_token = :mine") {
-		return old, !exists
-	}
-	s, _ := old["status"].(*types.AttributeValueMemberS)
-	tok, _ := old["lease_token"].(*types.AttributeValueMemberS)
-	mine := values[":mine"].(*types.AttributeValueMemberS)
-	return old, exists && s.Value == idem.StatusInProgress && tok.Value == mine.Value
-}
-
-func (m *memory) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return &dynamodb.GetItemOutput{Item: m.items[pkOf(in.Key)]}, nil
-}
-
-// UpdateItem is the lapse: lease_until set to 0 under the lease's fence.
-func (m *memory) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	old, ok := m.fails(in.Key, aws.ToString(in.ConditionExpression), in.ExpressionAttributeValues)
-	if !ok {
-		return nil, &types.ConditionalCheckFailedException{Item: old}
-	}
-	lapsed := maps.Clone(old)
-	lapsed["lease_until"] = in.ExpressionAttributeValues[":zero"]
-	m.items[pkOf(in.Key)] = lapsed
-	return &dynamodb.UpdateItemOutput{}, nil
-}
-
-func (m *memory) DeleteItem(_ context.Context, in *dynamodb.DeleteItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.items, pkOf(in.Key))
-	return &dynamodb.DeleteItemOutput{}, nil
-}
-
-// TransactWriteItems commits the record (always the first item) and drops
-// the business writes, which nothing here reads back.
-func (m *memory) TransactWriteItems(_ context.Context, in *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	record := in.TransactItems[0].Put
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if old, ok := m.fails(record.Item, aws.ToString(record.ConditionExpression), record.ExpressionAttributeValues); !ok {
-		reasons := make([]types.CancellationReason, len(in.TransactItems))
-		reasons[0] = types.CancellationReason{Code: aws.String("ConditionalCheckFailed"), Item: old}
-		for i := 1; i < len(reasons); i++ {
-			reasons[i].Code = aws.String("None")
-		}
-		return nil, &types.TransactionCanceledException{CancellationReasons: reasons}
-	}
-	m.items[pkOf(record.Item)] = record.Item
-	return &dynamodb.TransactWriteItemsOutput{}, nil
-}
-
 func benchStore(b *testing.B) *idem.Store {
-	s, err := idem.New(&memory{items: map[string]map[string]types.AttributeValue{}}, "bench-table")
+	s, err := idem.New(testbed.NewMemory(), "bench-table")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -191,25 +105,6 @@ func BenchmarkFingerprint(b *testing.B) {
 	b.ReportMetric(ratios[len(ratios)/2], "x-json.Valid")
 }
 
-// BenchmarkHTTPFirstRequest is the whole adapter: scope, key, fingerprint,
-// claim, work, commit, response.
-func BenchmarkHTTPFirstRequest(b *testing.B) {
-	h := benchStore(b).HTTP(func(ctx context.Context, req events.APIGatewayV2HTTPRequest, tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
-		resp, err := benchWork(ctx, tx)
-		return events.APIGatewayV2HTTPResponse{StatusCode: resp.StatusCode, Headers: resp.Header, Body: string(resp.Body)}, err
-	})
-	req := apiRequest("alice", map[string]string{"content-type": "application/json"}, benchBody)
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		req.Headers["idempotency-key"] = "k" + strconv.Itoa(i)
-		if resp, _ := h(ctx, req); resp.StatusCode != 201 {
-			b.Fatalf("%d %s", resp.StatusCode, resp.Body)
-		}
-	}
-}
-
 // TestPathAllocations holds the named benchmarks to their allocations:
 // FirstRequest at most 60 (the target; 85 before the record's values
 // were allocated together), HTTPFirstRequest at most 90 (the target
@@ -223,7 +118,6 @@ func TestPathAllocations(t *testing.T) {
 		most  int64
 	}{
 		{"FirstRequest", BenchmarkFirstRequest, 60},
-		{"HTTPFirstRequest", BenchmarkHTTPFirstRequest, 90},
 	} {
 		r := testing.Benchmark(c.bench)
 		if r.N == 0 {

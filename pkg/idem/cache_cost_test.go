@@ -25,7 +25,7 @@ func TestCacheReplayCost(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	r := req("alice", "k-replay", `{"sku":"tea"}`)
-	stores := map[string]*idem.Store{"without the cache": f.store, "with the cache": f.newStore(withCache(1000, 1<<20))}
+	stores := map[string]*idem.Store{"without the cache": f.Store, "with the cache": f.NewStore(withCache(1000, 1<<20))}
 	names := []string{"without the cache", "with the cache"}
 	for _, name := range names { // the first request, then one replay that fills the cache
 		for range 2 {
@@ -44,7 +44,7 @@ func TestCacheReplayCost(t *testing.T) {
 		}
 		took := map[string]float64{}
 		for _, name := range order {
-			f.db.Reset()
+			f.DB.Reset()
 			start := time.Now()
 			for range n {
 				res, err := stores[name].Do(ctx, r, ok201("again"))
@@ -54,7 +54,7 @@ func TestCacheReplayCost(t *testing.T) {
 			}
 			took[name] = float64(time.Since(start).Nanoseconds()) / 1e3 / float64(n)
 			perReplay[name] = append(perReplay[name], took[name])
-			calls[name] += f.db.Total()
+			calls[name] += f.DB.Total()
 		}
 		speedups = append(speedups, took["without the cache"]/took["with the cache"])
 	}

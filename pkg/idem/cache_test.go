@@ -3,9 +3,7 @@ package idem_test
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,22 +25,22 @@ func ok201(body string) idem.Work {
 func TestCacheReplaysWithoutDynamoDB(t *testing.T) {
 	f := newFixture(t, withCache(100, 1<<20))
 	ctx := context.Background()
-	for _, do := range []func(context.Context, idem.Request, idem.Work) (idem.Result, error){f.store.Do, f.store.DoAtomic} {
+	for _, do := range []func(context.Context, idem.Request, idem.Work) (idem.Result, error){f.Store.Do, f.Store.DoAtomic} {
 		key := "k" + time.Now().Format("150405.000000")
 		if _, err := do(ctx, req("alice", key, `{"a":1}`), ok201("first")); err != nil {
 			t.Fatal(err)
 		}
-		f.db.Reset()
+		f.DB.Reset()
 		res, err := do(ctx, req("alice", key, `{"a":1}`), ok201("second"))
-		if err != nil || !res.Replayed || string(res.Response.Body) != "first" || f.db.Total() != 0 {
-			t.Fatalf("cached replay = %+v %v with %v DynamoDB calls, want the first response and none", res, err, f.db.Calls())
+		if err != nil || !res.Replayed || string(res.Response.Body) != "first" || f.DB.Total() != 0 {
+			t.Fatalf("cached replay = %+v %v with %v DynamoDB calls, want the first response and none", res, err, f.DB.Calls())
 		}
-		if _, err := do(ctx, req("alice", key, `{"a":2}`), ok201("other")); !errors.Is(err, idem.ErrFingerprintMismatch) || f.db.Total() != 0 {
-			t.Fatalf("another request under a cached key = %v with %v calls, want the 422 and none", err, f.db.Calls())
+		if _, err := do(ctx, req("alice", key, `{"a":2}`), ok201("other")); !errors.Is(err, idem.ErrFingerprintMismatch) || f.DB.Total() != 0 {
+			t.Fatalf("another request under a cached key = %v with %v calls, want the 422 and none", err, f.DB.Calls())
 		}
 	}
 	// Another caller's same key is not the cached one.
-	if res, err := f.store.Do(ctx, req("bob", "k1", `{"a":1}`), ok201("bob")); err != nil || res.Replayed {
+	if res, err := f.Store.Do(ctx, req("bob", "k1", `{"a":1}`), ok201("bob")); err != nil || res.Replayed {
 		t.Fatalf("bob's k1 = %+v %v, want his own run", res, err)
 	}
 }
@@ -50,11 +48,11 @@ func TestCacheReplaysWithoutDynamoDB(t *testing.T) {
 // A replay read from the table is cached too; an in-progress record never is.
 func TestCacheKeepsOnlyCompletedRecords(t *testing.T) {
 	f := newFixture(t, func(o *idem.Options) { o.Lease = 8 * time.Second })
-	other := f.newStore(withCache(100, 1<<20)) // another execution environment
+	other := f.NewStore(withCache(100, 1<<20)) // another execution environment
 	ctx := context.Background()
 	held, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
-		f.store.Do(ctx, req("alice", "k1", `{}`), func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		f.Store.Do(ctx, req("alice", "k1", `{}`), func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
 			close(held)
 			<-release
 			return idem.Response{StatusCode: 200, Body: []byte("done")}, nil
@@ -67,13 +65,13 @@ func TestCacheKeepsOnlyCompletedRecords(t *testing.T) {
 	}
 	close(release)
 	<-done
-	f.db.Reset()
-	if res, err := other.Do(ctx, req("alice", "k1", `{}`), ok201("x")); err != nil || string(res.Response.Body) != "done" || f.db.Total() != 1 {
-		t.Fatalf("after completion: %+v %v with %v calls, want the stored response read once (the 409 was not cached)", res, err, f.db.Calls())
+	f.DB.Reset()
+	if res, err := other.Do(ctx, req("alice", "k1", `{}`), ok201("x")); err != nil || string(res.Response.Body) != "done" || f.DB.Total() != 1 {
+		t.Fatalf("after completion: %+v %v with %v calls, want the stored response read once (the 409 was not cached)", res, err, f.DB.Calls())
 	}
-	f.db.Reset()
-	if res, err := other.Do(ctx, req("alice", "k1", `{}`), ok201("x")); err != nil || !res.Replayed || f.db.Total() != 0 {
-		t.Fatalf("second replay: %+v %v with %v calls, want it from the cache", res, err, f.db.Calls())
+	f.DB.Reset()
+	if res, err := other.Do(ctx, req("alice", "k1", `{}`), ok201("x")); err != nil || !res.Replayed || f.DB.Total() != 0 {
+		t.Fatalf("second replay: %+v %v with %v calls, want it from the cache", res, err, f.DB.Calls())
 	}
 }
 
@@ -91,7 +89,7 @@ func TestCacheAnswersAreTheCallersOwn(t *testing.T) {
 		r.Cookies[0] = "spoilt"
 		r.Body[0] = 'X'
 	}
-	for _, do := range []func(context.Context, idem.Request, idem.Work) (idem.Result, error){f.store.Do, f.store.DoAtomic} {
+	for _, do := range []func(context.Context, idem.Request, idem.Work) (idem.Result, error){f.Store.Do, f.Store.DoAtomic} {
 		key := "k" + time.Now().Format("150405.000000")
 		first, err := do(ctx, req("alice", key, `{}`), work)
 		if err != nil {
@@ -113,66 +111,30 @@ func TestCacheIsBoundedAndExpires(t *testing.T) {
 	f := newFixture(t, withCache(2, 1<<20))
 	ctx := context.Background()
 	for _, k := range []string{"k1", "k2", "k3"} {
-		f.store.Do(ctx, req("alice", k, `{}`), ok201(k))
+		f.Store.Do(ctx, req("alice", k, `{}`), ok201(k))
 	}
-	f.db.Reset()
-	f.store.Do(ctx, req("alice", "k1", `{}`), ok201("x")) // evicted by k3: read from the table
-	if f.db.Total() != 1 {
-		t.Fatalf("an evicted entry cost %v calls, want 1", f.db.Calls())
+	f.DB.Reset()
+	f.Store.Do(ctx, req("alice", "k1", `{}`), ok201("x")) // evicted by k3: read from the table
+	if f.DB.Total() != 1 {
+		t.Fatalf("an evicted entry cost %v calls, want 1", f.DB.Calls())
 	}
-	f.clock.Advance(idem.MinTTL + time.Hour) // every record expired
-	f.db.Reset()
-	if res, _ := f.store.Do(ctx, req("alice", "k1", `{}`), ok201("anew")); res.Replayed || string(res.Response.Body) != "anew" || f.db.Total() == 0 {
-		t.Fatalf("after expires_at: %+v with %v calls, want the work run anew", res, f.db.Calls())
+	f.Clock.Advance(idem.MinTTL + time.Hour) // every record expired
+	f.DB.Reset()
+	if res, _ := f.Store.Do(ctx, req("alice", "k1", `{}`), ok201("anew")); res.Replayed || string(res.Response.Body) != "anew" || f.DB.Total() == 0 {
+		t.Fatalf("after expires_at: %+v with %v calls, want the work run anew", res, f.DB.Calls())
 	}
 
 	small := newFixture(t, withCache(100, 300))
 	big := strings.Repeat("b", 200)
-	small.store.Do(ctx, req("alice", "a", `{}`), ok201(big))
-	small.store.Do(ctx, req("alice", "b", `{}`), ok201(big)) // over 300 bytes with a: a goes
-	small.db.Reset()
-	small.store.Do(ctx, req("alice", "b", `{}`), ok201("x"))
-	if small.db.Total() != 0 {
-		t.Fatalf("the newest entry cost %v calls, want 0", small.db.Calls())
+	small.Store.Do(ctx, req("alice", "a", `{}`), ok201(big))
+	small.Store.Do(ctx, req("alice", "b", `{}`), ok201(big)) // over 300 bytes with a: a goes
+	small.DB.Reset()
+	small.Store.Do(ctx, req("alice", "b", `{}`), ok201("x"))
+	if small.DB.Total() != 0 {
+		t.Fatalf("the newest entry cost %v calls, want 0", small.DB.Calls())
 	}
-	small.store.Do(ctx, req("alice", "a", `{}`), ok201("x"))
-	if small.db.Total() != 1 {
-		t.Fatalf("an entry past the byte bound cost %v calls, want 1 (evicted)", small.db.Calls())
-	}
-}
-
-// The cache serves every front door: a replay from it is the stored answer
-// (marked replayed by an HTTP door) and another request under the key its
-// 422 (Function's ErrFingerprintMismatch), neither with a DynamoDB call.
-func TestCacheBehindEveryDoor(t *testing.T) {
-	for _, d := range doorRows() {
-		t.Run(d.name, func(t *testing.T) {
-			f := newFixture(t, withCache(10, 1<<16))
-			var runs atomic.Int32
-			call := d.make(f.store, func(ctx context.Context, scope, key string, body []byte) (int, string) {
-				return 201, "made " + strconv.Itoa(int(runs.Add(1)))
-			})
-			if first, err := call(k1); err != nil || first.status != 201 || first.body != "made 1" {
-				t.Fatalf("first = %+v %v", first, err)
-			}
-			f.db.Reset()
-			again, err := call(k1)
-			if err != nil || again.status != 201 || again.body != "made 1" || (d.fn == nil && again.header[idem.HeaderReplayed] != "true") || f.db.Total() != 0 {
-				t.Fatalf("cached replay = %+v %v with %v DynamoDB calls, want the first answer and none", again, err, f.db.Calls())
-			}
-			other, err := call(doorCall{k1.scope, k1.keys, `{"a":2}`})
-			if d.fn != nil && !errors.Is(err, idem.ErrFingerprintMismatch) {
-				t.Fatalf("another request under a cached key = %v, want ErrFingerprintMismatch", err)
-			}
-			if d.fn == nil {
-				checkProblem(t, other.status, other.header["Content-Type"], []byte(other.body))
-				if other.status != 422 || !strings.Contains(other.body, `"code":"idempotency_key_reused"`) {
-					t.Fatalf("another request under a cached key = %+v, want 422", other)
-				}
-			}
-			if f.db.Total() != 0 || runs.Load() != 1 {
-				t.Fatalf("the cached 422 cost %v DynamoDB calls and the handler ran %d times, want none and once", f.db.Calls(), runs.Load())
-			}
-		})
+	small.Store.Do(ctx, req("alice", "a", `{}`), ok201("x"))
+	if small.DB.Total() != 1 {
+		t.Fatalf("an entry past the byte bound cost %v calls, want 1 (evicted)", small.DB.Calls())
 	}
 }

@@ -54,7 +54,7 @@ func (s *Store) claim(ctx context.Context, c *call, seen *record) (*lease, *reco
 		return nil, nil, fmt.Errorf("idem: no time left to claim the key: %w", context.DeadlineExceeded)
 	}
 	now := s.opts.Clock()
-	put := s.claimPut(c, seen, StatusInProgress, now, now.Add(d))
+	put := s.claimPut(c, seen, statusInProgress, now, now.Add(d))
 	l := &lease{pk: c.pk, token: token(put.Item), until: now.Add(d).UnixMilli(), duration: d, item: put.Item}
 	err := retryConflicts(ctx, func(int) error {
 		_, err := s.db.PutItem(ctx, putInput(put))
@@ -68,7 +68,7 @@ func (s *Store) claim(ctx context.Context, c *call, seen *record) (*lease, *reco
 		if err != nil {
 			return nil, nil, err
 		}
-		if got != nil && got.Status == StatusInProgress && got.LeaseToken == l.token {
+		if got != nil && got.Status == statusInProgress && got.LeaseToken == l.token {
 			return l, nil, nil // this claim landed; only its answer was lost
 		}
 		return nil, got, nil
@@ -183,7 +183,7 @@ func (s *Store) claimPut(c *call, seen *record, status string, now, leaseUntil t
 	if takeover {
 		put.ConditionExpression = exprTakeover
 		put.ExpressionAttributeNames = namesStatus
-		put.ExpressionAttributeValues[":in_progress"] = &types.AttributeValueMemberS{Value: StatusInProgress}
+		put.ExpressionAttributeValues[":in_progress"] = &types.AttributeValueMemberS{Value: statusInProgress}
 		put.ExpressionAttributeValues[":seen"] = &types.AttributeValueMemberS{Value: seen.LeaseToken}
 		put.ExpressionAttributeValues[":now_ms"] = number(now.UnixMilli())
 		put.ExpressionAttributeValues[":fp"] = &types.AttributeValueMemberS{Value: c.req.Fingerprint}
@@ -220,7 +220,7 @@ func (s *Store) seen(ctx context.Context, pk string, item map[string]types.Attri
 func (s *Store) read(ctx context.Context, pk string) (*record, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      &s.table,
-		Key:            map[string]types.AttributeValue{AttrPK: &types.AttributeValueMemberS{Value: pk}},
+		Key:            map[string]types.AttributeValue{attrPK: &types.AttributeValueMemberS{Value: pk}},
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {

@@ -24,8 +24,8 @@ import (
 // does a response with a 5xx status, which a front door sends back as it is.
 type ConflictFunc func(old map[string]types.AttributeValue) (Response, error)
 
-// Write is one business write of an operation.
-type Write struct {
+// queued is one business write of an operation.
+type queued struct {
 	Item       types.TransactWriteItem
 	OnConflict ConflictFunc // nil: a failed condition is ErrWriteConditionFailed
 }
@@ -33,7 +33,7 @@ type Write struct {
 // Tx collects the business writes of one operation, to be committed in one
 // TransactWriteItems with the completed record.
 type Tx struct {
-	writes []Write
+	writes []queued
 }
 
 // Add queues a write. onConflict may be nil. When it is not, the write's
@@ -60,7 +60,7 @@ func (tx *Tx) Add(item types.TransactWriteItem, onConflict ConflictFunc) {
 			cc.ReturnValuesOnConditionCheckFailure, item.ConditionCheck = all, &cc
 		}
 	}
-	tx.writes = append(tx.writes, Write{Item: item, OnConflict: onConflict})
+	tx.writes = append(tx.writes, queued{Item: item, OnConflict: onConflict})
 }
 
 // Len is the number of writes queued.
@@ -73,7 +73,7 @@ type completion struct {
 	pk     string
 	token  string     // the lease token the completed record carries
 	put    *types.Put // the completed record but its response, under its condition
-	writes []Write
+	writes []queued
 }
 
 // outcome is what a commit came to: committed (res, now or by an earlier
@@ -90,7 +90,7 @@ type outcome struct {
 
 // completion is Do's: the record as claimed, completed, fenced on the lease.
 // It completes a copy: the claimed item went to the client, which may keep it.
-func (s *Store) completion(l *lease, writes []Write) completion {
+func (s *Store) completion(l *lease, writes []queued) completion {
 	item := maps.Clone(l.item)
 	s.complete(item)
 	return completion{pk: l.pk, token: l.token, writes: writes, put: &types.Put{
@@ -110,9 +110,9 @@ func (s *Store) complete(item map[string]types.AttributeValue) {
 		status types.AttributeValueMemberS
 		n      [2]types.AttributeValueMemberN
 	})
-	v.status.Value = StatusCompleted
+	v.status.Value = statusCompleted
 	numbers(v.n[:], now.UnixMilli(), now.Add(s.opts.TTL).Unix())
-	item[attrStatus], item[attrCompletedAt], item[AttrExpiresAt] = &v.status, &v.n[0], &v.n[1]
+	item[attrStatus], item[attrCompletedAt], item[attrExpiresAt] = &v.status, &v.n[0], &v.n[1]
 }
 
 // maxConflictRetries bounds the retries of a write that meets a transaction
@@ -174,7 +174,7 @@ func (s *Store) send(ctx context.Context, put *types.Put, c completion, attempt 
 
 // transactItems are the actions of a transaction: the record's put first
 // (nil: none, Function's pass-through), then the business writes.
-func transactItems(record *types.Put, writes []Write) []types.TransactWriteItem {
+func transactItems(record *types.Put, writes []queued) []types.TransactWriteItem {
 	items := make([]types.TransactWriteItem, 0, len(writes)+1)
 	if record != nil {
 		items = append(items, types.TransactWriteItem{Put: record})
@@ -220,7 +220,7 @@ func (s *Store) recordFailed(ctx context.Context, c completion, item map[string]
 	switch {
 	case err != nil:
 		return outcome{err: fmt.Errorf("idem: commit outcome unknown: %w", err), unknown: true}
-	case r != nil && r.Status == StatusCompleted && r.LeaseToken == c.token:
+	case r != nil && r.Status == statusCompleted && r.LeaseToken == c.token:
 		return outcome{res: Result{Response: r.response()}}
 	}
 	return outcome{lost: true, seen: r}
@@ -238,7 +238,7 @@ func (s *Store) businessConflict(ctx context.Context, c completion, i int, old m
 		return outcome{err: err}
 	}
 	if resp.StatusCode >= 500 {
-		return outcome{err: &failedResponse{resp: resp}} // a 5xx is never stored
+		return outcome{err: &unstored{resp: resp}} // a 5xx is never stored
 	}
 	return s.commit(ctx, completion{pk: c.pk, token: c.token, put: c.put}, resp)
 }
@@ -349,3 +349,14 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// unstored is a final 5xx that a ConflictFunc decided: never stored, the
+// lease lapsed. Its Response method hands it to a front door, which sends
+// it as it is.
+type unstored struct{ resp Response }
+
+func (e *unstored) Error() string {
+	return "idem: the conflict's response is " + strconv.Itoa(e.resp.StatusCode) + "; not stored"
+}
+
+func (e *unstored) Response() Response { return e.resp }

@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/idemlambda"
+	"github.com/idemkeys/idem/pkg/idem/internal/testbed"
 )
 
 // TestManyInvocationsInOneProcess holds one Store, its cache and its
@@ -25,18 +27,18 @@ func TestManyInvocationsInOneProcess(t *testing.T) {
 			metrics := &recorder{}
 			f := newFixture(t, withCache(64, 1<<20), func(o *idem.Options) { o.Metrics = metrics })
 			var runs sync.Map // key → *atomic.Int32
-			h := idem.HTTPTyped(f.store, nil, func(ctx context.Context, req idem.HTTPRequest[struct{}], tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
+			h := idemlambda.HTTPAPI(f.Store, nil, func(ctx context.Context, req idemlambda.Request[events.APIGatewayV2HTTPRequest, struct{}], tx *idem.Tx) (idem.Response, error) {
 				n, _ := runs.LoadOrStore(req.Key, new(atomic.Int32))
 				id := fmt.Sprintf("%s-%d", req.Key, n.(*atomic.Int32).Add(1))
-				tx.Add(f.orderPut("alice", req.Key, id), nil)
-				return events.APIGatewayV2HTTPResponse{StatusCode: 201, Body: id}, nil
-			}, func(o *idem.HTTPOptions) { o.Atomic = doAtomic })
+				tx.Add(f.OrderPut("alice", req.Key, id), nil)
+				return idem.Response{StatusCode: 201, Body: []byte(id)}, nil
+			}, func(o *idemlambda.Options[events.APIGatewayV2HTTPRequest]) { o.Atomic = doAtomic })
 			const keys, copies = 16, 4
 			bodies := make([][]string, keys)
 			var mu sync.Mutex
 			race(keys*copies, func(i int) {
 				key := fmt.Sprintf("k%02d", i%keys)
-				r, _ := h(context.Background(), apiRequest("alice", map[string]string{"idempotency-key": key}, `{}`))
+				r, _ := h(context.Background(), testbed.APIRequest("alice", map[string]string{"idempotency-key": key}, `{}`))
 				if r.StatusCode == 409 {
 					return // in progress: the client's retry comes later
 				}
@@ -47,7 +49,7 @@ func TestManyInvocationsInOneProcess(t *testing.T) {
 			for k := range keys {
 				key := fmt.Sprintf("k%02d", k)
 				// The retries of the 409s, one each after the storm.
-				r, _ := h(context.Background(), apiRequest("alice", map[string]string{"idempotency-key": key}, `{}`))
+				r, _ := h(context.Background(), testbed.APIRequest("alice", map[string]string{"idempotency-key": key}, `{}`))
 				stored := fmt.Sprint(r.StatusCode, " ", r.Body)
 				for _, b := range bodies[k] {
 					if b != stored {
@@ -57,7 +59,7 @@ func TestManyInvocationsInOneProcess(t *testing.T) {
 				if n, _ := runs.Load(key); !doAtomic && n.(*atomic.Int32).Load() != 1 {
 					t.Errorf("%s: the work ran %d times on Do, want 1", key, n.(*atomic.Int32).Load())
 				}
-				if f.order("alice", key) == nil {
+				if f.Order("alice", key) == nil {
 					t.Errorf("%s: no business item", key)
 				}
 			}

@@ -24,12 +24,12 @@ func TestCostPerRequest(t *testing.T) {
 	outcomes := []outcome{
 		{"first request", 0, nil, same},
 		{"replay", 1, func(f *fixture, s *idem.Store) func() {
-			f.store.Do(context.Background(), same, f.createOrder("alice", "o0", nil))
+			f.Store.Do(context.Background(), same, f.createOrder("alice", "o0", nil))
 			return func() {}
 		}, same},
-		{"409 in progress", 1, func(f *fixture, s *idem.Store) func() { return holdKey(f.t, f.store, same) }, same},
+		{"409 in progress", 1, func(f *fixture, s *idem.Store) func() { return holdKey(f.T, f.Store, same) }, same},
 		{"422 other request", 1, func(f *fixture, s *idem.Store) func() {
-			f.store.Do(context.Background(), same, f.createOrder("alice", "o0", nil))
+			f.Store.Do(context.Background(), same, f.createOrder("alice", "o0", nil))
 			return func() {}
 		}, req("alice", "k1", `{"sku":"coffee"}`)},
 	}
@@ -50,9 +50,9 @@ func TestCostPerRequest(t *testing.T) {
 		for _, o := range outcomes {
 			t.Run(p.name+"/"+o.name, func(t *testing.T) {
 				f := newFixture(t)
-				meter := &dynamotest.Meter{API: f.raw}
+				meter := &dynamotest.Meter{API: f.Raw}
 				counter := &dynamotest.Counter{API: meter}
-				s, err := idem.New(counter, f.table, func(o *idem.Options) { o.Clock = f.clock.Now })
+				s, err := idem.New(counter, f.Table, func(o *idem.Options) { o.Clock = f.Clock.Now })
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -32,7 +32,7 @@ func next(seen *record, fp string, now time.Time) step {
 		return stepClaim
 	case seen.Fingerprint != fp:
 		return stepMismatch
-	case seen.Status == StatusCompleted:
+	case seen.Status == statusCompleted:
 		return stepReplay
 	case seen.leaseLive(now):
 		return stepBusy

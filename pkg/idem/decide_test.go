@@ -21,19 +21,19 @@ func TestNextFollowsTheModel(t *testing.T) {
 	}{
 		// model: !saw || s_expired -> claim
 		{"nothing seen", nil, stepClaim},
-		{"expired, completed", rec("A", StatusCompleted, gone, old), stepClaim},
-		{"expired, another request's", rec("B", StatusInProgress, live, old), stepClaim},
+		{"expired, completed", rec("A", statusCompleted, gone, old), stepClaim},
+		{"expired, another request's", rec("B", statusInProgress, live, old), stepClaim},
 		// model: s_fp != myfp -> MISMATCH, in any state
-		{"another request's, in progress", rec("B", StatusInProgress, live, fresh), stepMismatch},
-		{"another request's, lapsed", rec("B", StatusInProgress, lapsed, fresh), stepMismatch},
-		{"another request's, completed", rec("B", StatusCompleted, gone, fresh), stepMismatch},
+		{"another request's, in progress", rec("B", statusInProgress, live, fresh), stepMismatch},
+		{"another request's, lapsed", rec("B", statusInProgress, lapsed, fresh), stepMismatch},
+		{"another request's, completed", rec("B", statusCompleted, gone, fresh), stepMismatch},
 		// model: s_status == DONE -> REPLAYED
-		{"completed", rec("A", StatusCompleted, live, fresh), stepReplay},
+		{"completed", rec("A", statusCompleted, live, fresh), stepReplay},
 		// model: s_live -> CONFLICT (409, or wait)
-		{"in progress, lease live", rec("A", StatusInProgress, live, fresh), stepBusy},
+		{"in progress, lease live", rec("A", statusInProgress, live, fresh), stepBusy},
 		// model: else -> takeover
-		{"in progress, lease over", rec("A", StatusInProgress, gone, fresh), stepTakeover},
-		{"in progress, lapsed after an error", rec("A", StatusInProgress, lapsed, fresh), stepTakeover},
+		{"in progress, lease over", rec("A", statusInProgress, gone, fresh), stepTakeover},
+		{"in progress, lapsed after an error", rec("A", statusInProgress, lapsed, fresh), stepTakeover},
 	}
 	for _, tc := range cases {
 		if got := next(tc.seen, "A", now); got != tc.want {

@@ -9,7 +9,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -112,48 +111,6 @@ func ExampleTx_Add() {
 	// Output:
 	// key-a 201
 	// key-b 409
-}
-
-func ExampleParseKeyHeader() {
-	for _, h := range []string{`"8e03978e-40d5"`, `8e03978e-40d5`, "bad\x01key"} {
-		key, err := idem.ParseKeyHeader(h)
-		fmt.Printf("%q %v\n", key, err)
-	}
-	// Output:
-	// "8e03978e-40d5" <nil>
-	// "8e03978e-40d5" <nil>
-	// "" idem: invalid idempotency key: byte 0x01 at offset 3 is not printable ASCII
-}
-
-func ExampleStore_SQS() {
-	db, table, orders := exampleTables()
-	store, _ := idem.New(db, table)
-
-	// Count each order once, however often its message is delivered.
-	handle, err := store.SQS(func(ctx context.Context, msg events.SQSMessage, tx *idem.Tx) error {
-		tx.Add(types.TransactWriteItem{Update: &types.Update{
-			TableName:                 aws.String(orders),
-			Key:                       map[string]types.AttributeValue{"scope": &types.AttributeValueMemberS{Value: "stats"}, "order_id": &types.AttributeValueMemberS{Value: msg.Body}},
-			UpdateExpression:          aws.String("ADD seen :one"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}},
-		}}, nil)
-		return nil
-	}, func(o *idem.SQSOptions) { o.Scope = "order-stats" })
-	if err != nil {
-		log.Fatal(err)
-	}
-	batch := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-1", Body: "ord_1"}, {MessageId: "m-2", Body: "ord_2"}}}
-	for range 2 { // SQS delivers the batch twice
-		resp, _ := handle(context.Background(), batch)
-		fmt.Println("failed:", len(resp.BatchItemFailures))
-	}
-	out, _ := db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(orders), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{"scope": &types.AttributeValueMemberS{Value: "stats"}, "order_id": &types.AttributeValueMemberS{Value: "ord_1"}}})
-	fmt.Println("ord_1 seen", out.Item["seen"].(*types.AttributeValueMemberN).Value, "time")
-	// Output:
-	// failed: 0
-	// failed: 0
-	// ord_1 seen 1 time
 }
 
 func ExampleStore_DoAtomic() {

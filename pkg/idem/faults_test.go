@@ -58,7 +58,7 @@ func TestDynamoDBFaults(t *testing.T) {
 			if runs.Load() != tc.runs {
 				t.Fatalf("the work ran %d times, want %d", runs.Load(), tc.runs)
 			}
-			if f.order("alice", "o1") == nil {
+			if f.Order("alice", "o1") == nil {
 				t.Fatal("the business write is missing")
 			}
 			for _, fault := range tc.faults {

@@ -2,7 +2,6 @@ package idem
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -10,56 +9,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
-
-// Sentinel errors. Match them with errors.Is; the errors returned wrap them
-// with detail.
-var (
-	// ErrInProgress: another request holds a live lease on the key. The
-	// error is an *InProgressError, which says when to retry.
-	ErrInProgress = errors.New("idem: request with this key is in progress")
-	// ErrFingerprintMismatch: the key was used for a different request.
-	ErrFingerprintMismatch = errors.New("idem: key reused with a different request")
-	// ErrLeaseLost: the lease was taken over while the work ran, so this
-	// holder was fenced: none of its writes were committed.
-	ErrLeaseLost = errors.New("idem: lease lost to a takeover; nothing was committed")
-	// ErrWriteConditionFailed: a business write's condition failed and the
-	// write has no ConflictFunc to decide the response.
-	ErrWriteConditionFailed = errors.New("idem: a business write's condition failed")
-
-	ErrInvalidKey   = errors.New("idem: invalid idempotency key")
-	ErrEmptyScope   = errors.New("idem: empty scope")
-	ErrInvalidScope = errors.New("idem: invalid scope")
-	ErrInvalidBody  = errors.New("idem: body cannot be fingerprinted")
-
-	ErrResponseTooLarge    = errors.New("idem: response too large to store")
-	ErrItemTooLarge        = errors.New("idem: business item too large")
-	ErrTooManyWrites       = errors.New("idem: too many writes for one transaction")
-	ErrTransactionTooLarge = errors.New("idem: transaction too large")
-	ErrInvalidWrite        = errors.New("idem: invalid business write")
-
-	ErrInvalidOptions = errors.New("idem: invalid options")
-
-	// ErrMisconfigured is returned when DynamoDB refuses a table itself: it
-	// does not exist (ResourceNotFoundException) or the role may not use it
-	// (AccessDeniedException, an unrecognised client). A refused claim is a
-	// definite failure; a refused commit is settled like any unknown
-	// outcome first, and is ErrMisconfigured only where the settling lapse
-	// shows nothing landed, or is refused for the table too.
-	ErrMisconfigured = errors.New("idem: the idempotency table cannot be used as configured")
-)
-
-// InProgressError is returned while another request holds the key.
-type InProgressError struct {
-	// RetryAfter is how long until the holder's lease ends, at least 1s.
-	RetryAfter time.Duration
-}
-
-func (e *InProgressError) Error() string {
-	return fmt.Sprintf("%v; retry after %v", ErrInProgress, e.RetryAfter)
-}
-
-// Is makes errors.Is(err, ErrInProgress) true.
-func (e *InProgressError) Is(target error) bool { return target == ErrInProgress }
 
 // DynamoDBAPI is the part of *dynamodb.Client that a Store calls. Tests wrap
 // it to count or fault calls.
@@ -130,8 +79,9 @@ type Store struct {
 // tableName is DynamoDB's rule, which emulators do not all enforce.
 var tableName = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
 
-// New returns a Store on table. The table's hash key must be the string
-// attribute AttrPK, and its TTL attribute should be AttrExpiresAt.
+// New returns a Store on table, whose hash key must be the string attribute
+// "pk", with TTL on the attribute "expires_at" (on-demand capacity, no sort
+// key, no other index). It makes no call.
 func New(db DynamoDBAPI, table string, optFns ...func(*Options)) (*Store, error) {
 	if db == nil {
 		return nil, fmt.Errorf("%w: nil DynamoDB client", ErrInvalidOptions)

@@ -5,9 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
-	"strings"
-
-	"github.com/idemkeys/idem/pkg/httpapi"
 )
 
 // MaxKeyLength is the longest idempotency key accepted, in bytes. The IETF
@@ -15,9 +12,9 @@ import (
 // ample for a UUID or a ULID.
 const MaxKeyLength = 255
 
-// MaxScopeLength bounds the scope so that the encoded partition key stays
-// well inside DynamoDB's 2048-byte limit for a partition key value.
-const MaxScopeLength = httpapi.MaxScopeLength
+// MaxScopeLength is the longest scope accepted, in bytes: the encoded
+// partition key stays well inside DynamoDB's 2048-byte limit.
+const MaxScopeLength = 1024
 
 // ValidateKey reports whether key is acceptable as an idempotency key: not
 // empty, at most MaxKeyLength bytes, printable ASCII only (0x20 to 0x7E).
@@ -28,7 +25,7 @@ func ValidateKey(key string) error {
 		return fmt.Errorf("%w: empty", ErrInvalidKey)
 	}
 	if len(key) > MaxKeyLength {
-		return fmt.Errorf("%w: %d bytes, over the limit of %d", ErrInvalidKey, len(key), MaxKeyLength)
+		return &LimitError{What: "key (bytes)", Size: len(key), Limit: MaxKeyLength, Err: ErrInvalidKey}
 	}
 	for i := 0; i < len(key); i++ {
 		if c := key[i]; c < 0x20 || c > 0x7e {
@@ -38,61 +35,12 @@ func ValidateKey(key string) error {
 	return nil
 }
 
-// ParseKeyHeader returns the key carried by an Idempotency-Key header value.
-// It accepts both a bare token and the IETF draft's form, a Structured Field
-// string (a quoted string in which only \" and \\ are escapes), and trims the
-// optional white space around it. A bare value with a comma is refused:
-// a repeated header arrives joined with commas, and several keys are
-// ambiguous (a key with a comma in it travels quoted). The result has passed
-// ValidateKey.
-func ParseKeyHeader(value string) (string, error) {
-	v := strings.Trim(value, " \t")
-	if !strings.HasPrefix(v, `"`) && strings.Contains(v, ",") {
-		return "", fmt.Errorf("%w: several keys (a repeated header arrives comma-joined); send one, quoted if it holds a comma", ErrInvalidKey)
-	}
-	if strings.HasPrefix(v, `"`) {
-		key, err := parseSFString(v)
-		if err != nil {
-			return "", err
-		}
-		v = key
-	}
-	if err := ValidateKey(v); err != nil {
-		return "", err
-	}
-	return v, nil
-}
-
-// parseSFString decodes an RFC 8941 sf-string. Anything after the closing
-// quote is refused: a header that carries more than one key is ambiguous.
-func parseSFString(v string) (string, error) {
-	var b strings.Builder
-	for i := 1; i < len(v); i++ {
-		switch c := v[i]; c {
-		case '\\':
-			i++
-			if i == len(v) || (v[i] != '"' && v[i] != '\\') {
-				return "", fmt.Errorf("%w: bad escape in quoted key", ErrInvalidKey)
-			}
-			b.WriteByte(v[i])
-		case '"':
-			if i != len(v)-1 {
-				return "", fmt.Errorf("%w: text after the closing quote (several keys?)", ErrInvalidKey)
-			}
-			return b.String(), nil
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return "", fmt.Errorf("%w: unterminated quoted key", ErrInvalidKey)
-}
-
 func validateScope(scope string) error {
 	if scope == "" {
-		return ErrEmptyScope
+		return fmt.Errorf("%w: empty", ErrInvalidScope)
 	}
 	if len(scope) > MaxScopeLength {
-		return fmt.Errorf("%w: %d bytes, over the limit of %d", ErrInvalidScope, len(scope), MaxScopeLength)
+		return &LimitError{What: "scope (bytes)", Size: len(scope), Limit: MaxScopeLength, Err: ErrInvalidScope}
 	}
 	return nil
 }

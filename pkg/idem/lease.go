@@ -103,7 +103,7 @@ func (s *Store) lapse(ctx context.Context, pk, token string) (lapsed bool, found
 	err = retryConflicts(ctx, func(int) error {
 		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                &s.table,
-			Key:                      map[string]types.AttributeValue{AttrPK: &types.AttributeValueMemberS{Value: pk}},
+			Key:                      map[string]types.AttributeValue{attrPK: &types.AttributeValueMemberS{Value: pk}},
 			UpdateExpression:         exprLapse,
 			ConditionExpression:      exprLease,
 			ExpressionAttributeNames: namesStatus,
@@ -119,7 +119,7 @@ func (s *Store) lapse(ctx context.Context, pk, token string) (lapsed bool, found
 	}
 	if ccf := conditionFailed(err); ccf != nil {
 		found, err = s.seen(ctx, pk, ccf.Item)
-		if found != nil && found.Status == StatusInProgress && found.LeaseToken == lapsedToken(token) {
+		if found != nil && found.Status == statusInProgress && found.LeaseToken == lapsedToken(token) {
 			return true, nil, err // an earlier send of this lapse landed
 		}
 		return false, found, err
@@ -155,7 +155,7 @@ func (s *Store) settle(ctx context.Context, pk, token string, cause error) outco
 		return outcome{err: fmt.Errorf("idem: commit outcome unknown (it may still land), lease left to run out: %v", errors.Join(cause, err))}
 	case lapsed:
 		return outcome{err: fmt.Errorf("idem: commit failed, lease lapsed: %w", cause)}
-	case r != nil && r.Status == StatusCompleted && r.LeaseToken == token:
+	case r != nil && r.Status == statusCompleted && r.LeaseToken == token:
 		return outcome{res: Result{Response: r.response()}}
 	case r != nil && r.LeaseToken != token:
 		return outcome{lost: true, seen: r}
@@ -165,7 +165,7 @@ func (s *Store) settle(ctx context.Context, pk, token string, cause error) outco
 
 // leaseValues are the values of condLease, with more.
 func leaseValues(token string, more map[string]types.AttributeValue) map[string]types.AttributeValue {
-	v := [2]types.AttributeValueMemberS{{Value: StatusInProgress}, {Value: token}}
+	v := [2]types.AttributeValueMemberS{{Value: statusInProgress}, {Value: token}}
 	more[":in_progress"], more[":mine"] = &v[0], &v[1]
 	return more
 }

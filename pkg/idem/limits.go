@@ -14,9 +14,9 @@ import (
 // the service mid-protocol would leave a claim to clean up behind a vague
 // ValidationException.
 const (
-	MaxItemSize         = 400 * 1024      // one item, names and values
-	MaxTransactionItems = 100             // actions in one TransactWriteItems
-	MaxTransactionSize  = 4 * 1024 * 1024 // aggregate size of a transaction
+	maxItemSize         = 400 * 1024      // one item, names and values
+	maxTransactionItems = 100             // actions in one TransactWriteItems
+	maxTransactionSize  = 4 * 1024 * 1024 // aggregate size of a transaction
 )
 
 // ItemSize returns the size of an item as DynamoDB counts it against the
@@ -108,29 +108,29 @@ func writeSize(w types.TransactWriteItem) int {
 // record's own action counts as one of the hundred), a write with no action,
 // and two actions on one item, the record's included. A nil record is a
 // transaction of the writes alone (Function's pass-through).
-func checkTransaction(table string, record *types.Put, writes []Write) error {
+func checkTransaction(table string, record *types.Put, writes []queued) error {
 	total, n := 0, len(writes)
 	if record != nil {
 		total, n = ItemSize(record.Item), n+1
-		if total > MaxItemSize {
-			return fmt.Errorf("%w: the completed record would be %d bytes, over DynamoDB's %d", ErrResponseTooLarge, total, MaxItemSize)
+		if total > maxItemSize {
+			return &LimitError{What: "completed record (bytes)", Size: total, Limit: maxItemSize, Err: ErrResponseTooLarge}
 		}
 	}
-	if n > MaxTransactionItems {
-		return fmt.Errorf("%w: %d business writes (and the record, if any) make %d actions, over DynamoDB's %d", ErrTooManyWrites, len(writes), n, MaxTransactionItems)
+	if n > maxTransactionItems {
+		return &LimitError{What: fmt.Sprintf("transaction of %d writes and the record (actions)", len(writes)), Size: n, Limit: maxTransactionItems, Err: ErrTooManyWrites}
 	}
 	for i, w := range writes {
 		if w.Item.Put == nil && w.Item.Update == nil && w.Item.Delete == nil && w.Item.ConditionCheck == nil {
 			return fmt.Errorf("%w: write %d names no action", ErrInvalidWrite, i)
 		}
 		size := writeSize(w.Item)
-		if size > MaxItemSize {
-			return fmt.Errorf("%w: write %d is %d bytes, over DynamoDB's %d", ErrItemTooLarge, i, size, MaxItemSize)
+		if size > maxItemSize {
+			return &LimitError{What: fmt.Sprintf("write %d (bytes)", i), Size: size, Limit: maxItemSize, Err: ErrItemTooLarge}
 		}
 		total += size
 	}
-	if total > MaxTransactionSize {
-		return fmt.Errorf("%w: %d bytes, over DynamoDB's %d", ErrTransactionTooLarge, total, MaxTransactionSize)
+	if total > maxTransactionSize {
+		return &LimitError{What: "transaction (bytes)", Size: total, Limit: maxTransactionSize, Err: ErrTransactionTooLarge}
 	}
 	return checkDistinctItems(table, record, writes)
 }
@@ -140,14 +140,14 @@ func checkTransaction(table string, record *types.Put, writes []Write) error {
 // check name their key; a put's key is among its attributes, whose key
 // schema is not known here, so two puts on one item are left to DynamoDB
 // (whose refusal is ErrInvalidWrite too).
-func checkDistinctItems(table string, record *types.Put, writes []Write) error {
+func checkDistinctItems(table string, record *types.Put, writes []queued) error {
 	if len(writes) == 0 {
 		return nil
 	}
 	var buf [8]target            // on the stack for a transaction of a few writes
 	targets, first := buf[:0], 0 // first: the index of write 0 in targets
 	if record != nil {
-		targets, first = append(targets, target{table: table, key: map[string]types.AttributeValue{AttrPK: record.Item[AttrPK]}}), 1
+		targets, first = append(targets, target{table: table, key: map[string]types.AttributeValue{attrPK: record.Item[attrPK]}}), 1
 	}
 	for _, w := range writes {
 		targets = append(targets, targetOf(w.Item))

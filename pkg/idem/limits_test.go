@@ -21,7 +21,7 @@ func TestInvalidRequestsFailBeforeAnyCall(t *testing.T) {
 		req  idem.Request
 		want error
 	}{
-		{"empty scope", idem.Request{Scope: "", Key: "k", Fingerprint: "fp"}, idem.ErrEmptyScope},
+		{"empty scope", idem.Request{Scope: "", Key: "k", Fingerprint: "fp"}, idem.ErrInvalidScope},
 		{"scope too long", idem.Request{Scope: strings.Repeat("s", idem.MaxScopeLength+1), Key: "k", Fingerprint: "fp"}, idem.ErrInvalidScope},
 		{"empty key", idem.Request{Scope: "alice", Key: "", Fingerprint: "fp"}, idem.ErrInvalidKey},
 		{"key too long", idem.Request{Scope: "alice", Key: strings.Repeat("k", 256), Fingerprint: "fp"}, idem.ErrInvalidKey},
@@ -31,14 +31,14 @@ func TestInvalidRequestsFailBeforeAnyCall(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f.db.Reset()
+			f.DB.Reset()
 			var runs atomic.Int32
-			_, err := f.store.Do(context.Background(), tc.req, f.createOrder("alice", "o", &runs))
+			_, err := f.Store.Do(context.Background(), tc.req, f.createOrder("alice", "o", &runs))
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
-			if f.db.Total() != 0 || runs.Load() != 0 {
-				t.Fatalf("%d calls and %d runs, want none", f.db.Total(), runs.Load())
+			if f.DB.Total() != 0 || runs.Load() != 0 {
+				t.Fatalf("%d calls and %d runs, want none", f.DB.Total(), runs.Load())
 			}
 		})
 	}
@@ -53,27 +53,27 @@ func TestOversizedResultsAreRefusedAndLeaseLapsed(t *testing.T) {
 	}{
 		{"response over 400 KB", func(f *fixture) idem.Work {
 			return func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
-				return idem.Response{StatusCode: 200, Body: bytes.Repeat([]byte("x"), idem.MaxItemSize)}, nil
+				return idem.Response{StatusCode: 200, Body: bytes.Repeat([]byte("x"), (400 << 10))}, nil
 			}
 		}, idem.ErrResponseTooLarge},
 		{"100 business writes", func(f *fixture) idem.Work {
 			return func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
 				for i := range 100 {
-					tx.Add(f.orderPut("alice", strconv.Itoa(i), "n"), nil)
+					tx.Add(f.OrderPut("alice", strconv.Itoa(i), "n"), nil)
 				}
 				return idem.Response{StatusCode: 200}, nil
 			}
 		}, idem.ErrTooManyWrites},
 		{"business item over 400 KB", func(f *fixture) idem.Work {
 			return func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
-				tx.Add(f.orderPut("alice", "o", big(idem.MaxItemSize)), nil)
+				tx.Add(f.OrderPut("alice", "o", big((400<<10))), nil)
 				return idem.Response{StatusCode: 200}, nil
 			}
 		}, idem.ErrItemTooLarge},
 		{"transaction over 4 MB", func(f *fixture) idem.Work {
 			return func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
 				for i := range 11 {
-					tx.Add(f.orderPut("alice", strconv.Itoa(i), big(390*1024)), nil)
+					tx.Add(f.OrderPut("alice", strconv.Itoa(i), big(390*1024)), nil)
 				}
 				return idem.Response{StatusCode: 200}, nil
 			}
@@ -88,18 +88,18 @@ func TestOversizedResultsAreRefusedAndLeaseLapsed(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
-			_, err := f.store.Do(context.Background(), req("alice", "k1", `{}`), tc.work(f))
+			_, err := f.Store.Do(context.Background(), req("alice", "k1", `{}`), tc.work(f))
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
 			// The claim, then the lapse: no commit was attempted.
-			if calls := f.db.Calls(); calls["TransactWriteItems"] != 0 || calls["PutItem"] != 1 || calls["UpdateItem"] != 1 || f.db.Total() != 2 {
+			if calls := f.DB.Calls(); calls["TransactWriteItems"] != 0 || calls["PutItem"] != 1 || calls["UpdateItem"] != 1 || f.DB.Total() != 2 {
 				t.Fatalf("calls = %v, want the claim and the lapse only", calls)
 			}
-			if f.order("alice", "0") != nil || f.order("alice", "o") != nil {
+			if f.Order("alice", "0") != nil || f.Order("alice", "o") != nil {
 				t.Fatal("a business write landed")
 			}
-			f.lapsed("alice", "k1", req("alice", "k1", `{}`).Fingerprint)
+			f.Lapsed("alice", "k1", req("alice", "k1", `{}`).Fingerprint)
 		})
 	}
 }
@@ -108,14 +108,14 @@ func TestJustUnderTheLimitsCommits(t *testing.T) {
 	f := newFixture(t)
 	work := func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
 		for i := range 99 {
-			tx.Add(f.orderPut("alice", strconv.Itoa(i), "n"), nil)
+			tx.Add(f.OrderPut("alice", strconv.Itoa(i), "n"), nil)
 		}
 		return idem.Response{StatusCode: 200, Body: bytes.Repeat([]byte("x"), 390*1024)}, nil
 	}
-	if _, err := f.store.Do(context.Background(), req("alice", "k1", `{}`), work); err != nil {
+	if _, err := f.Store.Do(context.Background(), req("alice", "k1", `{}`), work); err != nil {
 		t.Fatalf("99 writes and a 390 KB response: %v", err)
 	}
-	if f.order("alice", "98") == nil {
+	if f.Order("alice", "98") == nil {
 		t.Fatal("writes missing")
 	}
 }

@@ -20,23 +20,23 @@ import (
 // proxied is a store on the fixture's table and clock whose calls go
 // through a fault proxy, with the SDK's retries kept short: 3 attempts.
 func (f *fixture) proxied(optFns ...func(*idem.Options)) (*faultproxy.Proxy, *idem.Store) {
-	f.t.Helper()
+	f.T.Helper()
 	proxy, err := faultproxy.New(os.Getenv(dynamo.EndpointEnv))
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	srv := httptest.NewServer(proxy)
-	f.t.Cleanup(srv.Close)
+	f.T.Cleanup(srv.Close)
 	client := dynamo.NewClient(srv.URL, func(o *dynamodb.Options) {
 		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
 			so.MaxAttempts = 3
 			so.MaxBackoff = 20 * time.Millisecond
 		})
 	})
-	fns := append([]func(*idem.Options){func(o *idem.Options) { o.Clock = f.clock.Now }}, optFns...)
-	s, err := idem.New(client, f.table, fns...)
+	fns := append([]func(*idem.Options){func(o *idem.Options) { o.Clock = f.Clock.Now }}, optFns...)
+	s, err := idem.New(client, f.Table, fns...)
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	return proxy, s
 }
@@ -61,7 +61,7 @@ func TestClaimWhoseAnswerWasLostIsWon(t *testing.T) {
 		t.Fatalf("got %+v, %v after %d runs; want the work run once and committed", res, err, runs.Load())
 	}
 	mustInject(t, proxy, faultproxy.CommitThenDrop, 1)
-	if str(f.record("alice", "k1"), "status") != idem.StatusCompleted {
+	if str(f.Record("alice", "k1"), "status") != "COMPLETED" {
 		t.Fatal("the record is not completed")
 	}
 }
@@ -70,9 +70,9 @@ func TestClaimWhoseAnswerWasLostIsWon(t *testing.T) {
 func TestTakeoverWhoseAnswerWasLostIsWon(t *testing.T) {
 	f := newFixture(t, func(o *idem.Options) { o.Lease = 10 * time.Second })
 	r := req("alice", "k1", `{}`)
-	release := holdKey(t, f.store, r) // a holder that stalls past its lease
+	release := holdKey(t, f.Store, r) // a holder that stalls past its lease
 	defer release()
-	f.clock.Advance(11 * time.Second)
+	f.Clock.Advance(11 * time.Second)
 	proxy, store := f.proxied(func(o *idem.Options) { o.Lease = 10 * time.Second })
 	// The first put is the fresh claim that finds the stalled lease; the
 	// second, the takeover, lands and loses its answer.
@@ -83,7 +83,7 @@ func TestTakeoverWhoseAnswerWasLostIsWon(t *testing.T) {
 		t.Fatalf("takeover = %+v, %v after %d runs; want the work run and committed", res, err, runs.Load())
 	}
 	mustInject(t, proxy, faultproxy.CommitThenDrop, 1)
-	if got := num(f.record("alice", "k1"), "attempts"); got != "2" {
+	if got := num(f.Record("alice", "k1"), "attempts"); got != "2" {
 		t.Fatalf("attempts = %s, want 2", got)
 	}
 }
@@ -101,7 +101,7 @@ func TestClaimWithEveryAnswerLostLapses(t *testing.T) {
 		t.Fatalf("first call: %v, want the claim's failure", err)
 	}
 	mustInject(t, proxy, faultproxy.CommitThenDrop, 3)
-	f.lapsed("alice", "k1", r.Fingerprint)
+	f.Lapsed("alice", "k1", r.Fingerprint)
 	res, err := store.Do(context.Background(), r, f.createOrder("alice", "o1", &runs))
 	if err != nil || res.Response.StatusCode != 201 || runs.Load() != 1 {
 		t.Fatalf("retry = %+v, %v after %d runs; want it to take over and run", res, err, runs.Load())
@@ -123,7 +123,7 @@ func TestLapseWhoseAnswerWasLostIsNoTakeover(t *testing.T) {
 		t.Fatalf("err = %v, want the work's error", err)
 	}
 	mustInject(t, proxy, faultproxy.CommitThenDrop, 1)
-	f.lapsed("alice", "k1", r.Fingerprint)
+	f.Lapsed("alice", "k1", r.Fingerprint)
 	if res, err := store.Do(context.Background(), r, f.createOrder("alice", "o1", nil)); err != nil || res.Response.StatusCode != 201 {
 		t.Fatalf("retry = %+v, %v; want the takeover to commit", res, err)
 	}
@@ -145,7 +145,7 @@ func TestUnknownCommitWithLostLapseIsNoTakeover(t *testing.T) {
 	}
 	mustInject(t, proxy, faultproxy.ResetBefore, 3)
 	mustInject(t, proxy, faultproxy.CommitThenDrop, 1)
-	f.lapsed("alice", "k1", r.Fingerprint)
+	f.Lapsed("alice", "k1", r.Fingerprint)
 }
 
 // A single-item write that meets a transaction in flight on its item gets
@@ -206,7 +206,7 @@ func TestWorkDeadlineFollowsTheWrittenLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustInject(t, proxy, faultproxy.Latency, 1)
-	item := f.record("alice", "k1")
+	item := f.Record("alice", "k1")
 	var untilMS int64
 	for _, c := range num(item, "lease_until") {
 		untilMS = untilMS*10 + int64(c-'0')
@@ -234,13 +234,13 @@ func TestLateCommitAfterTheLapseNeverLands(t *testing.T) {
 	}
 	proxy.Landed() // the three sends reach the engine now, after the lapse
 	mustInject(t, proxy, faultproxy.LandLate, 3)
-	if f.order("alice", "o1") != nil || str(f.record("alice", "k1"), "status") == idem.StatusCompleted {
+	if f.Order("alice", "o1") != nil || str(f.Record("alice", "k1"), "status") == "COMPLETED" {
 		t.Fatal("a commit landed after its lease was lapsed and Do had answered it failed")
 	}
-	f.lapsed("alice", "k1", r.Fingerprint)
+	f.Lapsed("alice", "k1", r.Fingerprint)
 	var runs atomic.Int32
 	res, err := store.Do(context.Background(), r, f.createOrder("alice", "o1", &runs))
-	if err != nil || res.Response.StatusCode != 201 || runs.Load() != 1 || f.order("alice", "o1") == nil {
+	if err != nil || res.Response.StatusCode != 201 || runs.Load() != 1 || f.Order("alice", "o1") == nil {
 		t.Fatalf("retry = %+v, %v after %d runs; want it to take over and commit", res, err, runs.Load())
 	}
 }
@@ -258,7 +258,7 @@ func TestClaimLandedThenConflictingLapses(t *testing.T) {
 	if _, err := store.Do(context.Background(), r, f.createOrder("alice", "o1", nil)); !errors.As(err, &busy) {
 		t.Fatalf("first call: %v, want in progress", err)
 	}
-	f.lapsed("alice", "k1", r.Fingerprint)
+	f.Lapsed("alice", "k1", r.Fingerprint)
 	if res, err := store.Do(context.Background(), r, f.createOrder("alice", "o1", nil)); err != nil || res.Response.StatusCode != 201 {
 		t.Fatalf("retry = %+v, %v; want it to take over and commit", res, err)
 	}

@@ -44,22 +44,22 @@ func TestMetricsReportEachOutcomeAndTheLeaseTimeUsed(t *testing.T) {
 	r := req("alice", "k1", `{"n":1}`)
 
 	slow := func(context.Context, *idem.Tx) (idem.Response, error) {
-		f.clock.Advance(1500 * time.Millisecond)
+		f.Clock.Advance(1500 * time.Millisecond)
 		return idem.Response{StatusCode: 201}, nil
 	}
-	if _, err := f.store.Do(ctx, r, slow); err != nil {
+	if _, err := f.Store.Do(ctx, r, slow); err != nil {
 		t.Fatal(err)
 	}
 	if o, used := m.last(); o != idem.OutcomeExecuted || used != 1500*time.Millisecond {
 		t.Fatalf("first call: %q after %v, want executed after 1.5s", o, used)
 	}
-	if _, err := f.store.Do(ctx, r, ok); err != nil {
+	if _, err := f.Store.Do(ctx, r, ok); err != nil {
 		t.Fatal(err)
 	}
 	if o, used := m.last(); o != idem.OutcomeReplayed || used != 0 {
 		t.Fatalf("repeat: %q after %v, want replayed, no lease", o, used)
 	}
-	if _, err := f.store.Do(ctx, req("alice", "k1", `{"n":2}`), ok); !errors.Is(err, idem.ErrFingerprintMismatch) {
+	if _, err := f.Store.Do(ctx, req("alice", "k1", `{"n":2}`), ok); !errors.Is(err, idem.ErrFingerprintMismatch) {
 		t.Fatal(err)
 	}
 	if o, _ := m.last(); o != idem.OutcomeMismatch {
@@ -68,7 +68,7 @@ func TestMetricsReportEachOutcomeAndTheLeaseTimeUsed(t *testing.T) {
 
 	boom := errors.New("provider down")
 	fail := func(context.Context, *idem.Tx) (idem.Response, error) { return idem.Response{}, boom }
-	if _, err := f.store.Do(ctx, req("alice", "k2", `{}`), fail); !errors.Is(err, boom) {
+	if _, err := f.Store.Do(ctx, req("alice", "k2", `{}`), fail); !errors.Is(err, boom) {
 		t.Fatal(err)
 	}
 	if o, _ := m.last(); o != idem.OutcomeLapsed {
@@ -81,19 +81,19 @@ func TestMetricsReportInProgressAndFenced(t *testing.T) {
 	f := newFixture(t, func(o *idem.Options) { o.Metrics = m; o.Lease = 10 * time.Second })
 	ctx := context.Background()
 	r := req("bob", "k1", `{}`)
-	other := f.newStore(func(o *idem.Options) { o.Lease = 10 * time.Second })
+	other := f.NewStore(func(o *idem.Options) { o.Lease = 10 * time.Second })
 
 	slow := func(context.Context, *idem.Tx) (idem.Response, error) {
 		if _, err := other.Do(ctx, r, ok); !errors.Is(err, idem.ErrInProgress) {
 			t.Errorf("duplicate under a live lease: %v, want ErrInProgress", err)
 		}
-		f.clock.Advance(11 * time.Second) // the lease runs out; a retry takes over and commits
+		f.Clock.Advance(11 * time.Second) // the lease runs out; a retry takes over and commits
 		if _, err := other.Do(ctx, r, ok); err != nil {
 			t.Errorf("takeover: %v", err)
 		}
 		return idem.Response{StatusCode: 201}, nil
 	}
-	if _, err := f.store.Do(ctx, r, slow); !errors.Is(err, idem.ErrLeaseLost) {
+	if _, err := f.Store.Do(ctx, r, slow); !errors.Is(err, idem.ErrLeaseLost) {
 		t.Fatalf("slow holder: %v, want ErrLeaseLost", err)
 	}
 	if o, used := m.last(); o != idem.OutcomeFenced || used != 11*time.Second {
@@ -101,12 +101,12 @@ func TestMetricsReportInProgressAndFenced(t *testing.T) {
 	}
 
 	m2 := &recorder{}
-	busy := f.newStore(func(o *idem.Options) { o.Metrics = m2 })
+	busy := f.NewStore(func(o *idem.Options) { o.Metrics = m2 })
 	hold := func(context.Context, *idem.Tx) (idem.Response, error) {
 		_, err := busy.Do(ctx, req("bob", "k2", `{}`), ok)
 		return idem.Response{StatusCode: 200}, err
 	}
-	if _, err := f.store.Do(ctx, req("bob", "k2", `{}`), hold); !errors.Is(err, idem.ErrInProgress) {
+	if _, err := f.Store.Do(ctx, req("bob", "k2", `{}`), hold); !errors.Is(err, idem.ErrInProgress) {
 		t.Fatalf("work that met its own key in progress: %v", err)
 	}
 	if !slices.Equal(m2.seen, []idem.Outcome{idem.OutcomeInProgress}) {
@@ -120,14 +120,14 @@ func TestMetricsReportCacheHits(t *testing.T) {
 	rec := &recorder{}
 	f := newFixture(t, withCache(100, 1<<20), func(o *idem.Options) { o.Metrics = rec })
 	ctx := context.Background()
-	if _, err := f.store.Do(ctx, req("alice", "k1", `{"a":1}`), ok); err != nil {
+	if _, err := f.Store.Do(ctx, req("alice", "k1", `{"a":1}`), ok); err != nil {
 		t.Fatal(err)
 	}
-	f.store.Do(ctx, req("alice", "k1", `{"a":1}`), ok)
+	f.Store.Do(ctx, req("alice", "k1", `{"a":1}`), ok)
 	if o, _ := rec.last(); o != idem.OutcomeCacheHit {
 		t.Fatalf("a cached replay reported %q, want %q", o, idem.OutcomeCacheHit)
 	}
-	f.store.Do(ctx, req("alice", "k1", `{"a":2}`), ok)
+	f.Store.Do(ctx, req("alice", "k1", `{"a":2}`), ok)
 	if o, _ := rec.last(); o != idem.OutcomeMismatch {
 		t.Fatalf("a 422 from the cache reported %q, want %q", o, idem.OutcomeMismatch)
 	}

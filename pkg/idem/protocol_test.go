@@ -24,7 +24,7 @@ func (f *fixture) createOrder(scope, id string, runs *atomic.Int32) idem.Work {
 		if runs != nil {
 			runs.Add(1)
 		}
-		tx.Add(f.orderPut(scope, id, "first"), nil)
+		tx.Add(f.OrderPut(scope, id, "first"), nil)
 		return idem.Response{
 			StatusCode: 201,
 			Header:     map[string]string{"Content-Type": "application/json", "Location": "/orders/" + id},
@@ -36,21 +36,21 @@ func (f *fixture) createOrder(scope, id string, runs *atomic.Int32) idem.Work {
 func TestFirstCallRunsWorkAndCommitsInTwoCalls(t *testing.T) {
 	f := newFixture(t)
 	var runs atomic.Int32
-	res, err := f.store.Do(context.Background(), req("alice", "k1", `{"a":1}`), f.createOrder("alice", "o1", &runs))
+	res, err := f.Store.Do(context.Background(), req("alice", "k1", `{"a":1}`), f.createOrder("alice", "o1", &runs))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Replayed || res.Response.StatusCode != 201 || runs.Load() != 1 {
 		t.Fatalf("got %+v after %d runs, want a fresh 201 after 1", res, runs.Load())
 	}
-	if got := f.db.Total(); got != 2 || f.db.Get("PutItem") != 1 || f.db.Get("TransactWriteItems") != 1 {
-		t.Fatalf("calls = %v, want exactly PutItem and TransactWriteItems", f.db.Calls())
+	if got := f.DB.Total(); got != 2 || f.DB.Get("PutItem") != 1 || f.DB.Get("TransactWriteItems") != 1 {
+		t.Fatalf("calls = %v, want exactly PutItem and TransactWriteItems", f.DB.Calls())
 	}
-	if f.order("alice", "o1") == nil {
+	if f.Order("alice", "o1") == nil {
 		t.Fatal("business write missing after commit")
 	}
-	rec := f.record("alice", "k1")
-	if str(rec, "status") != idem.StatusCompleted || str(rec, "scope") != "alice" || str(rec, "key") != "k1" {
+	rec := f.Record("alice", "k1")
+	if str(rec, "status") != "COMPLETED" || str(rec, "scope") != "alice" || str(rec, "key") != "k1" {
 		t.Fatalf("record = %v, want COMPLETED with readable scope and key", rec)
 	}
 }
@@ -58,13 +58,13 @@ func TestFirstCallRunsWorkAndCommitsInTwoCalls(t *testing.T) {
 func TestReplayReturnsStoredResponse(t *testing.T) {
 	f := newFixture(t)
 	var runs atomic.Int32
-	first, err := f.store.Do(context.Background(), req("alice", "k1", `{"a":1,"b":[1,2]}`), f.createOrder("alice", "o1", &runs))
+	first, err := f.Store.Do(context.Background(), req("alice", "k1", `{"a":1,"b":[1,2]}`), f.createOrder("alice", "o1", &runs))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.db.Reset()
+	f.DB.Reset()
 	// Same request with other white space and member order: the same.
-	again, err := f.newStore().Do(context.Background(), req("alice", "k1", "{ \"b\": [1, 2],\n \"a\": 1 }"), f.createOrder("alice", "o1", &runs))
+	again, err := f.NewStore().Do(context.Background(), req("alice", "k1", "{ \"b\": [1, 2],\n \"a\": 1 }"), f.createOrder("alice", "o1", &runs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,8 +75,8 @@ func TestReplayReturnsStoredResponse(t *testing.T) {
 		again.Response.Header["Location"] != "/orders/o1" || again.Response.Header["Content-Type"] != "application/json" {
 		t.Fatalf("replay %+v differs from first response %+v", again.Response, first.Response)
 	}
-	if got := f.db.Total(); got != 1 || f.db.Get("PutItem") != 1 {
-		t.Fatalf("replay calls = %v, want exactly one PutItem and no read", f.db.Calls())
+	if got := f.DB.Total(); got != 1 || f.DB.Get("PutItem") != 1 {
+		t.Fatalf("replay calls = %v, want exactly one PutItem and no read", f.DB.Calls())
 	}
 }
 
@@ -86,19 +86,19 @@ func TestSameKeyDifferentRequestIsRefused(t *testing.T) {
 			f := newFixture(t)
 			ctx := context.Background()
 			if completed {
-				if _, err := f.store.Do(ctx, req("alice", "k1", `{"amount":100}`), f.createOrder("alice", "o1", nil)); err != nil {
+				if _, err := f.Store.Do(ctx, req("alice", "k1", `{"amount":100}`), f.createOrder("alice", "o1", nil)); err != nil {
 					t.Fatal(err)
 				}
 			} else {
-				release := holdKey(t, f.store, req("alice", "k1", `{"amount":100}`))
+				release := holdKey(t, f.Store, req("alice", "k1", `{"amount":100}`))
 				defer release()
 			}
 			var runs atomic.Int32
-			_, err := f.newStore().Do(ctx, req("alice", "k1", `{"amount":999}`), f.createOrder("alice", "o2", &runs))
+			_, err := f.NewStore().Do(ctx, req("alice", "k1", `{"amount":999}`), f.createOrder("alice", "o2", &runs))
 			if !errors.Is(err, idem.ErrFingerprintMismatch) {
 				t.Fatalf("err = %v, want ErrFingerprintMismatch", err)
 			}
-			if runs.Load() != 0 || f.order("alice", "o2") != nil {
+			if runs.Load() != 0 || f.Order("alice", "o2") != nil {
 				t.Fatal("the mismatched request ran or wrote")
 			}
 		})
@@ -130,10 +130,10 @@ func holdKey(t *testing.T, s *idem.Store, r idem.Request) (release func()) {
 // not 1: a client that honours it must not come back into the same lease.
 func TestRetryAfterRoundsUp(t *testing.T) {
 	f := newFixture(t, func(o *idem.Options) { o.Lease = 2 * time.Second })
-	release := holdKey(t, f.store, req("alice", "k1", `{}`))
+	release := holdKey(t, f.Store, req("alice", "k1", `{}`))
 	defer release()
-	f.clock.Advance(600 * time.Millisecond)
-	_, err := f.newStore().Do(context.Background(), req("alice", "k1", `{}`), f.createOrder("alice", "o1", nil))
+	f.Clock.Advance(600 * time.Millisecond)
+	_, err := f.NewStore().Do(context.Background(), req("alice", "k1", `{}`), f.createOrder("alice", "o1", nil))
 	var inProgress *idem.InProgressError
 	if !errors.As(err, &inProgress) || inProgress.RetryAfter != 2*time.Second {
 		t.Fatalf("err = %v, want RetryAfter 2s with 1.4s of the lease left", err)
@@ -142,10 +142,10 @@ func TestRetryAfterRoundsUp(t *testing.T) {
 
 func TestConcurrentDuplicateGetsInProgressWithRetryAfter(t *testing.T) {
 	f := newFixture(t, func(o *idem.Options) { o.Lease = 20 * time.Second })
-	release := holdKey(t, f.store, req("alice", "k1", `{}`))
+	release := holdKey(t, f.Store, req("alice", "k1", `{}`))
 	defer release()
 	var runs atomic.Int32
-	_, err := f.newStore().Do(context.Background(), req("alice", "k1", `{}`), f.createOrder("alice", "o1", &runs))
+	_, err := f.NewStore().Do(context.Background(), req("alice", "k1", `{}`), f.createOrder("alice", "o1", &runs))
 	var inProgress *idem.InProgressError
 	if !errors.Is(err, idem.ErrInProgress) || !errors.As(err, &inProgress) {
 		t.Fatalf("err = %v, want an InProgressError", err)
@@ -160,8 +160,8 @@ func TestConcurrentDuplicateGetsInProgressWithRetryAfter(t *testing.T) {
 
 func TestWaitingDuplicateReplaysOnceCompleted(t *testing.T) {
 	f := newFixture(t)
-	release := holdKey(t, f.store, req("alice", "k1", `{}`))
-	waiter := f.newStore(func(o *idem.Options) { o.Wait = 5 * time.Second; o.PollInterval = 20 * time.Millisecond })
+	release := holdKey(t, f.Store, req("alice", "k1", `{}`))
+	waiter := f.NewStore(func(o *idem.Options) { o.Wait = 5 * time.Second; o.PollInterval = 20 * time.Millisecond })
 	got := make(chan idem.Result, 1)
 	errc := make(chan error, 1)
 	go func() {
@@ -181,16 +181,16 @@ func TestWaitingDuplicateReplaysOnceCompleted(t *testing.T) {
 	if !res.Replayed || string(res.Response.Body) != "held" {
 		t.Fatalf("waiter got %+v, want the holder's response replayed", res)
 	}
-	if f.db.Get("GetItem") == 0 {
+	if f.DB.Get("GetItem") == 0 {
 		t.Fatal("waiter never polled")
 	}
 }
 
 func TestWaitingDuplicateGivesUpWithInProgress(t *testing.T) {
 	f := newFixture(t)
-	release := holdKey(t, f.store, req("alice", "k1", `{}`))
+	release := holdKey(t, f.Store, req("alice", "k1", `{}`))
 	defer release()
-	waiter := f.newStore(func(o *idem.Options) { o.Wait = 150 * time.Millisecond; o.PollInterval = 20 * time.Millisecond })
+	waiter := f.NewStore(func(o *idem.Options) { o.Wait = 150 * time.Millisecond; o.PollInterval = 20 * time.Millisecond })
 	start := time.Now()
 	_, err := waiter.Do(context.Background(), req("alice", "k1", `{}`), f.createOrder("alice", "o1", nil))
 	if !errors.Is(err, idem.ErrInProgress) {
@@ -205,18 +205,18 @@ func TestWaitingDuplicateGivesUpWithInProgress(t *testing.T) {
 // claimed, never committed, never released.
 func crashAfterClaim(t *testing.T, f *fixture, r idem.Request) {
 	t.Helper()
-	dead := &dynamotest.Counter{API: f.raw, Before: func(op string) error {
+	dead := &dynamotest.Counter{API: f.Raw, Before: func(op string) error {
 		if op == "PutItem" {
 			return nil
 		}
 		return errors.New("process killed")
 	}}
-	s, err := idem.New(dead, f.table, func(o *idem.Options) { o.Clock = f.clock.Now; o.Lease = 10 * time.Second })
+	s, err := idem.New(dead, f.Table, func(o *idem.Options) { o.Clock = f.Clock.Now; o.Lease = 10 * time.Second })
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Do(context.Background(), r, f.createOrder(r.Scope, "crashed", nil))
-	if str(f.record(r.Scope, r.Key), "status") != idem.StatusInProgress {
+	if str(f.Record(r.Scope, r.Key), "status") != "IN_PROGRESS" {
 		t.Fatal("crash did not leave the record in progress")
 	}
 }
@@ -228,20 +228,20 @@ func TestTakeoverAfterLeaseExpiry(t *testing.T) {
 	ctx := context.Background()
 
 	// While the dead holder's lease is live, a retry is told to wait.
-	if _, err := f.store.Do(ctx, r, f.createOrder("alice", "o1", nil)); !errors.Is(err, idem.ErrInProgress) {
+	if _, err := f.Store.Do(ctx, r, f.createOrder("alice", "o1", nil)); !errors.Is(err, idem.ErrInProgress) {
 		t.Fatalf("err = %v before the lease ended, want ErrInProgress", err)
 	}
-	f.clock.Advance(11 * time.Second)
+	f.Clock.Advance(11 * time.Second)
 	// A different request still may not take the key over.
-	if _, err := f.store.Do(ctx, req("alice", "k1", `{"other":1}`), f.createOrder("alice", "o2", nil)); !errors.Is(err, idem.ErrFingerprintMismatch) {
+	if _, err := f.Store.Do(ctx, req("alice", "k1", `{"other":1}`), f.createOrder("alice", "o2", nil)); !errors.Is(err, idem.ErrFingerprintMismatch) {
 		t.Fatalf("err = %v for a different request after the lease, want ErrFingerprintMismatch", err)
 	}
-	res, err := f.store.Do(ctx, r, f.createOrder("alice", "o1", nil))
+	res, err := f.Store.Do(ctx, r, f.createOrder("alice", "o1", nil))
 	if err != nil || res.Replayed || res.Response.StatusCode != 201 {
 		t.Fatalf("takeover = %+v, %v; want a fresh 201", res, err)
 	}
-	rec := f.record("alice", "k1")
-	if str(rec, "status") != idem.StatusCompleted || rec["attempts"].(*types.AttributeValueMemberN).Value != "2" {
+	rec := f.Record("alice", "k1")
+	if str(rec, "status") != "COMPLETED" || rec["attempts"].(*types.AttributeValueMemberN).Value != "2" {
 		t.Fatalf("record = %v, want COMPLETED on attempt 2", rec)
 	}
 }
@@ -258,24 +258,24 @@ func TestFencedSlowHolderCommitsNothing(t *testing.T) {
 			slow := make(chan error, 1)
 			slowStalled, slowResume := make(chan struct{}), make(chan struct{})
 			go func() {
-				_, err := f.store.Do(ctx, r, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+				_, err := f.Store.Do(ctx, r, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
 					close(slowStalled)
 					<-slowResume // stalls past its lease: a GC pause, a slow call
-					tx.Add(f.orderPut("alice", "slow-order", "slow"), nil)
+					tx.Add(f.OrderPut("alice", "slow-order", "slow"), nil)
 					return idem.Response{StatusCode: 201, Body: []byte("slow")}, nil
 				})
 				slow <- err
 			}()
 			<-slowStalled
-			f.clock.Advance(11 * time.Second)
+			f.Clock.Advance(11 * time.Second)
 
 			taker := make(chan error, 1)
 			takerWorking, takerResume := make(chan struct{}), make(chan struct{})
 			go func() {
-				res, err := f.newStore().Do(ctx, r, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+				res, err := f.NewStore().Do(ctx, r, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
 					close(takerWorking)
 					<-takerResume
-					tx.Add(f.orderPut("alice", "taker-order", "taker"), nil)
+					tx.Add(f.OrderPut("alice", "taker-order", "taker"), nil)
 					return idem.Response{StatusCode: 201, Body: []byte("taker")}, nil
 				})
 				if err == nil && string(res.Response.Body) != "taker" {
@@ -300,13 +300,13 @@ func TestFencedSlowHolderCommitsNothing(t *testing.T) {
 					t.Fatalf("taker: %v", err)
 				}
 			}
-			if f.order("alice", "slow-order") != nil {
+			if f.Order("alice", "slow-order") != nil {
 				t.Fatal("the fenced holder's business write was committed")
 			}
-			if f.order("alice", "taker-order") == nil {
+			if f.Order("alice", "taker-order") == nil {
 				t.Fatal("the taker's business write is missing")
 			}
-			replay, err := f.store.Do(ctx, r, f.createOrder("alice", "x", nil))
+			replay, err := f.Store.Do(ctx, r, f.createOrder("alice", "x", nil))
 			if err != nil || string(replay.Response.Body) != "taker" {
 				t.Fatalf("replay after the race = %+v, %v; want the taker's response", replay, err)
 			}
@@ -322,26 +322,26 @@ func TestErrorLapsesLeaseAndRetryTakesOver(t *testing.T) {
 	ctx := context.Background()
 	r := req("alice", "k1", `{}`)
 	transient := errors.New("provider timed out")
-	_, err := f.store.Do(ctx, r, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
-		tx.Add(f.orderPut("alice", "o1", "never"), nil)
+	_, err := f.Store.Do(ctx, r, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		tx.Add(f.OrderPut("alice", "o1", "never"), nil)
 		return idem.Response{}, transient
 	})
 	if !errors.Is(err, transient) {
 		t.Fatalf("err = %v, want the work's error", err)
 	}
-	if f.order("alice", "o1") != nil {
+	if f.Order("alice", "o1") != nil {
 		t.Fatal("a failed operation left a business write")
 	}
-	f.lapsed("alice", "k1", r.Fingerprint)
-	if _, err := f.store.Do(ctx, req("alice", "k1", `{"other":1}`), f.createOrder("alice", "o2", nil)); !errors.Is(err, idem.ErrFingerprintMismatch) {
+	f.Lapsed("alice", "k1", r.Fingerprint)
+	if _, err := f.Store.Do(ctx, req("alice", "k1", `{"other":1}`), f.createOrder("alice", "o2", nil)); !errors.Is(err, idem.ErrFingerprintMismatch) {
 		t.Fatalf("another request under the lapsed key: %v, want ErrFingerprintMismatch", err)
 	}
 	var runs atomic.Int32
-	res, err := f.store.Do(ctx, r, f.createOrder("alice", "o1", &runs))
+	res, err := f.Store.Do(ctx, r, f.createOrder("alice", "o1", &runs))
 	if err != nil || res.Replayed || runs.Load() != 1 {
 		t.Fatalf("retry = %+v, %v after %d runs; want the work to run again", res, err, runs.Load())
 	}
-	if got := num(f.record("alice", "k1"), "attempts"); got != "2" {
+	if got := num(f.Record("alice", "k1"), "attempts"); got != "2" {
 		t.Fatalf("attempts = %s, want 2: the retry took the lapsed lease over", got)
 	}
 }
@@ -352,10 +352,10 @@ func TestStoredResponsesOfAnyStatusReplay(t *testing.T) {
 	declined := func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
 		return idem.Response{StatusCode: 402, Body: []byte(`{"error":"card_declined"}`)}, nil
 	}
-	if _, err := f.store.Do(ctx, req("alice", "k1", `{}`), declined); err != nil {
+	if _, err := f.Store.Do(ctx, req("alice", "k1", `{}`), declined); err != nil {
 		t.Fatal(err)
 	}
-	res, err := f.store.Do(ctx, req("alice", "k1", `{}`), f.createOrder("alice", "o1", nil))
+	res, err := f.Store.Do(ctx, req("alice", "k1", `{}`), f.createOrder("alice", "o1", nil))
 	if err != nil || !res.Replayed || res.Response.StatusCode != 402 {
 		t.Fatalf("got %+v, %v; want the 402 replayed", res, err)
 	}
@@ -371,24 +371,24 @@ func TestExpiredRecordIsTreatedAsAbsent(t *testing.T) {
 		t.Helper()
 		var runs atomic.Int32
 		ctx := context.Background()
-		res, err := f.store.Do(ctx, req("alice", "k1", `{"v":2}`), f.createOrder("alice", "o2", &runs))
+		res, err := f.Store.Do(ctx, req("alice", "k1", `{"v":2}`), f.createOrder("alice", "o2", &runs))
 		if err != nil || res.Replayed || runs.Load() != 1 || res.Response.StatusCode != 201 {
 			t.Fatalf("got %+v, %v after %d runs; want another body under the expired key to run its work once", res, err, runs.Load())
 		}
-		res, err = f.store.Do(ctx, req("alice", "k1", `{"v":2}`), f.createOrder("alice", "o2", &runs))
+		res, err = f.Store.Do(ctx, req("alice", "k1", `{"v":2}`), f.createOrder("alice", "o2", &runs))
 		if err != nil || !res.Replayed || runs.Load() != 1 {
 			t.Fatalf("its retry: got %+v, %v after %d runs; want the new answer replayed", res, err, runs.Load())
 		}
 	}
 	t.Run("still in the table", func(t *testing.T) {
 		f := newFixture(t, func(o *idem.Options) { o.TTL = ttl })
-		if _, err := f.store.Do(context.Background(), req("alice", "k1", `{"v":1}`), f.createOrder("alice", "o1", nil)); err != nil {
+		if _, err := f.Store.Do(context.Background(), req("alice", "k1", `{"v":1}`), f.createOrder("alice", "o1", nil)); err != nil {
 			t.Fatal(err)
 		}
 		// Past expires_at by the store's clock, not by the engine's (the
 		// real time), so the engine's TTL leaves the item in place.
-		f.clock.Advance(ttl + time.Minute)
-		if f.record("alice", "k1") == nil {
+		f.Clock.Advance(ttl + time.Minute)
+		if f.Record("alice", "k1") == nil {
 			t.Fatal("expected the expired item to be still present")
 		}
 		reclaim(t, f)
@@ -397,13 +397,13 @@ func TestExpiredRecordIsTreatedAsAbsent(t *testing.T) {
 		f := newFixture(t, func(o *idem.Options) { o.TTL = ttl })
 		// Written expired on purpose: from a clock set back past the TTL,
 		// so its expires_at is an hour behind the real time.
-		f.clock.Advance(-(ttl + time.Hour))
-		if _, err := f.store.Do(context.Background(), req("alice", "k1", `{"v":1}`), f.createOrder("alice", "o1", nil)); err != nil {
+		f.Clock.Advance(-(ttl + time.Hour))
+		if _, err := f.Store.Do(context.Background(), req("alice", "k1", `{"v":1}`), f.createOrder("alice", "o1", nil)); err != nil {
 			t.Fatal(err)
 		}
-		f.clock.Advance(ttl + time.Hour)
+		f.Clock.Advance(ttl + time.Hour)
 		deadline := time.Now().Add(30 * time.Second)
-		for f.record("alice", "k1") != nil {
+		for f.Record("alice", "k1") != nil {
 			if time.Now().After(deadline) {
 				t.Fatal("the engine's TTL did not delete the expired record within 30 s")
 			}
@@ -418,7 +418,7 @@ func TestScopesAreSeparateOperations(t *testing.T) {
 	ctx := context.Background()
 	var runs atomic.Int32
 	for _, scope := range []string{"alice", "bob", "alice#", "5:alice"} {
-		res, err := f.store.Do(ctx, req(scope, "shared-key", `{}`), f.createOrder(scope, "o1", &runs))
+		res, err := f.Store.Do(ctx, req(scope, "shared-key", `{}`), f.createOrder(scope, "o1", &runs))
 		if err != nil || res.Replayed {
 			t.Fatalf("scope %q: got %+v, %v; want its own execution", scope, res, err)
 		}
@@ -435,16 +435,16 @@ func TestRacingDuplicatesExecuteOnce(t *testing.T) {
 	results := make([]idem.Result, n)
 	errs := make([]error, n)
 	race(n, func(i int) {
-		results[i], errs[i] = f.newStore().Do(context.Background(), req("alice", "race", `{}`), func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		results[i], errs[i] = f.NewStore().Do(context.Background(), req("alice", "race", `{}`), func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
 			runs.Add(1)
-			tx.Add(f.orderPut("alice", "race-order", strconv.Itoa(i)), nil)
+			tx.Add(f.OrderPut("alice", "race-order", strconv.Itoa(i)), nil)
 			return idem.Response{StatusCode: 201, Body: []byte("winner " + strconv.Itoa(i))}, nil
 		})
 	})
 	if runs.Load() != 1 {
 		t.Fatalf("work ran %d times, want 1", runs.Load())
 	}
-	winner := str(f.order("alice", "race-order"), "note")
+	winner := str(f.Order("alice", "race-order"), "note")
 	executed, replayed, conflicts := 0, 0, 0
 	for i := range n {
 		switch {
@@ -472,10 +472,10 @@ func TestLeaseIsBoundedByDeadline(t *testing.T) {
 	defer cancel()
 	var leaseMs int64
 	var workDeadline time.Time
-	_, err := f.store.Do(ctx, req("alice", "k1", `{}`), func(wctx context.Context, tx *idem.Tx) (idem.Response, error) {
-		rec := f.record("alice", "k1")
+	_, err := f.Store.Do(ctx, req("alice", "k1", `{}`), func(wctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		rec := f.Record("alice", "k1")
 		until, _ := strconv.ParseInt(rec["lease_until"].(*types.AttributeValueMemberN).Value, 10, 64)
-		leaseMs = until - f.clock.Now().UnixMilli()
+		leaseMs = until - f.Clock.Now().UnixMilli()
 		workDeadline, _ = wctx.Deadline()
 		return idem.Response{StatusCode: 200}, nil
 	})
@@ -494,29 +494,29 @@ func TestLeaseIsBoundedByDeadline(t *testing.T) {
 func TestBusinessConflictStoresDecidedResponseWithoutWrites(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	if _, err := f.raw.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.business), Item: f.orderPut("alice", "taken", "existing").Put.Item}); err != nil {
+	if _, err := f.Raw.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.Business), Item: f.OrderPut("alice", "taken", "existing").Put.Item}); err != nil {
 		t.Fatal(err)
 	}
 	var sawOld string
 	work := func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
-		tx.Add(f.orderPut("alice", "taken", "new"), func(old map[string]types.AttributeValue) (idem.Response, error) {
+		tx.Add(f.OrderPut("alice", "taken", "new"), func(old map[string]types.AttributeValue) (idem.Response, error) {
 			sawOld = str(old, "note")
 			return idem.Response{StatusCode: 409, Body: []byte(`{"error":"order_id_taken"}`)}, nil
 		})
-		tx.Add(f.orderPut("alice", "side", "must not land"), nil)
+		tx.Add(f.OrderPut("alice", "side", "must not land"), nil)
 		return idem.Response{StatusCode: 201}, nil
 	}
-	res, err := f.store.Do(ctx, req("alice", "k1", `{}`), work)
+	res, err := f.Store.Do(ctx, req("alice", "k1", `{}`), work)
 	if err != nil || res.Response.StatusCode != 409 {
 		t.Fatalf("got %+v, %v; want the ConflictFunc's 409", res, err)
 	}
 	if sawOld != "existing" {
 		t.Fatalf("ConflictFunc saw note %q, want the existing item", sawOld)
 	}
-	if str(f.order("alice", "taken"), "note") != "existing" || f.order("alice", "side") != nil {
+	if str(f.Order("alice", "taken"), "note") != "existing" || f.Order("alice", "side") != nil {
 		t.Fatal("a write of the conflicted transaction landed")
 	}
-	replay, err := f.store.Do(ctx, req("alice", "k1", `{}`), work)
+	replay, err := f.Store.Do(ctx, req("alice", "k1", `{}`), work)
 	if err != nil || !replay.Replayed || replay.Response.StatusCode != 409 {
 		t.Fatalf("replay = %+v, %v; want the 409 stored", replay, err)
 	}
@@ -525,14 +525,14 @@ func TestBusinessConflictStoresDecidedResponseWithoutWrites(t *testing.T) {
 func TestBusinessConflictWithoutHandlerLapsesLease(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	if _, err := f.raw.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.business), Item: f.orderPut("alice", "taken", "existing").Put.Item}); err != nil {
+	if _, err := f.Raw.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.Business), Item: f.OrderPut("alice", "taken", "existing").Put.Item}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := f.store.Do(ctx, req("alice", "k1", `{}`), f.createOrder("alice", "taken", nil))
+	_, err := f.Store.Do(ctx, req("alice", "k1", `{}`), f.createOrder("alice", "taken", nil))
 	if !errors.Is(err, idem.ErrWriteConditionFailed) {
 		t.Fatalf("err = %v, want ErrWriteConditionFailed", err)
 	}
-	f.lapsed("alice", "k1", req("alice", "k1", `{}`).Fingerprint)
+	f.Lapsed("alice", "k1", req("alice", "k1", `{}`).Fingerprint)
 }
 
 func TestCommitWhoseAnswerWasLostSucceeds(t *testing.T) {
@@ -564,19 +564,19 @@ func TestCommitWhoseAnswerWasLostSucceeds(t *testing.T) {
 		// settled from the record.
 		{"resent with its token and other items: IdempotentParameterMismatch", resend(
 			func(f *fixture, in *dynamodb.TransactWriteItemsInput) {
-				in.TransactItems = append(slices.Clone(in.TransactItems), f.orderPut("alice", "o-other", "other"))
+				in.TransactItems = append(slices.Clone(in.TransactItems), f.OrderPut("alice", "o-other", "other"))
 			},
 			func(err error) bool { return errors.As(err, new(*types.IdempotentParameterMismatchException)) })},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
-			f.db.AfterTx = tc.after(f)
-			res, err := f.store.Do(context.Background(), req("alice", "k1", `{}`), f.createOrder("alice", "o1", nil))
+			f.DB.AfterTx = tc.after(f)
+			res, err := f.Store.Do(context.Background(), req("alice", "k1", `{}`), f.createOrder("alice", "o1", nil))
 			if err != nil || res.Response.StatusCode != 201 || res.Replayed {
 				t.Fatalf("got %+v, %v; want the committed 201", res, err)
 			}
-			if str(f.record("alice", "k1"), "status") != idem.StatusCompleted || f.order("alice", "o1") == nil || f.order("alice", "o-other") != nil {
+			if str(f.Record("alice", "k1"), "status") != "COMPLETED" || f.Order("alice", "o1") == nil || f.Order("alice", "o-other") != nil {
 				t.Fatal("commit not in the table as sent once")
 			}
 		})
@@ -596,9 +596,9 @@ func resend(change func(*fixture, *dynamodb.TransactWriteItemsInput), want func(
 			if change != nil {
 				change(f, &again)
 			}
-			out, err = f.raw.TransactWriteItems(ctx, &again)
+			out, err = f.Raw.TransactWriteItems(ctx, &again)
 			if !want(err) {
-				f.t.Errorf("the resent transaction: %v, not the engine's answer the case expects", err)
+				f.T.Errorf("the resent transaction: %v, not the engine's answer the case expects", err)
 			}
 			return out, err
 		}
@@ -608,7 +608,7 @@ func resend(change func(*fixture, *dynamodb.TransactWriteItemsInput), want func(
 func TestTransactionConflictIsRetried(t *testing.T) {
 	f := newFixture(t)
 	var failed atomic.Bool
-	f.db.Before = func(op string) error {
+	f.DB.Before = func(op string) error {
 		if op == "TransactWriteItems" && !failed.Swap(true) {
 			return &types.TransactionCanceledException{
 				Message:             aws.String("conflict"),
@@ -617,29 +617,29 @@ func TestTransactionConflictIsRetried(t *testing.T) {
 		}
 		return nil
 	}
-	res, err := f.store.Do(context.Background(), req("alice", "k1", `{}`), f.createOrder("alice", "o1", nil))
+	res, err := f.Store.Do(context.Background(), req("alice", "k1", `{}`), f.createOrder("alice", "o1", nil))
 	if err != nil || res.Response.StatusCode != 201 {
 		t.Fatalf("got %+v, %v; want the retried commit", res, err)
 	}
-	if f.db.Get("TransactWriteItems") != 2 {
-		t.Fatalf("TransactWriteItems calls = %d, want 2", f.db.Get("TransactWriteItems"))
+	if f.DB.Get("TransactWriteItems") != 2 {
+		t.Fatalf("TransactWriteItems calls = %d, want 2", f.DB.Get("TransactWriteItems"))
 	}
 }
 
 func TestUnknownCommitOutcomeLapsesWhenNothingLanded(t *testing.T) {
 	f := newFixture(t)
-	f.db.Before = func(op string) error {
+	f.DB.Before = func(op string) error {
 		if op == "TransactWriteItems" {
 			return errors.New("connection reset")
 		}
 		return nil
 	}
-	_, err := f.store.Do(context.Background(), req("alice", "k1", `{}`), f.createOrder("alice", "o1", nil))
+	_, err := f.Store.Do(context.Background(), req("alice", "k1", `{}`), f.createOrder("alice", "o1", nil))
 	if err == nil || errors.Is(err, idem.ErrLeaseLost) {
 		t.Fatalf("err = %v, want a plain failure", err)
 	}
-	if f.order("alice", "o1") != nil {
+	if f.Order("alice", "o1") != nil {
 		t.Fatal("an uncommitted operation left a write")
 	}
-	f.lapsed("alice", "k1", req("alice", "k1", `{}`).Fingerprint)
+	f.Lapsed("alice", "k1", req("alice", "k1", `{}`).Fingerprint)
 }

@@ -12,10 +12,10 @@ import (
 // round trip through decodeRecord.
 func TestHandEncodingMatchesAttributeValue(t *testing.T) {
 	for _, r := range []record{
-		{PK: "5:alice:k", Scope: "alice", Key: "k", Fingerprint: "v1:ab", Status: StatusInProgress, LeaseToken: "T", LeaseUntil: 1796212800123, ExpiresAt: 1796299200, Attempts: 2, CreatedAt: 1796212800000},
-		{PK: "1:b:k", Scope: "b", Key: "k", Fingerprint: "v1:cd", Status: StatusCompleted, LeaseToken: "U", LeaseUntil: 1, ExpiresAt: 2, Attempts: 1, CreatedAt: 3, CompletedAt: 4,
+		{PK: "5:alice:k", Scope: "alice", Key: "k", Fingerprint: "v1:ab", Status: statusInProgress, LeaseToken: "T", LeaseUntil: 1796212800123, ExpiresAt: 1796299200, Attempts: 2, CreatedAt: 1796212800000},
+		{PK: "1:b:k", Scope: "b", Key: "k", Fingerprint: "v1:cd", Status: statusCompleted, LeaseToken: "U", LeaseUntil: 1, ExpiresAt: 2, Attempts: 1, CreatedAt: 3, CompletedAt: 4,
 			Response: &storedResponse{StatusCode: 201, Header: map[string]string{"Content-Type": "application/json"}, Body: []byte{0, 1, 0xff}}},
-		{PK: "1:b:k", Status: StatusCompleted, Response: &storedResponse{StatusCode: 204}},
+		{PK: "1:b:k", Status: statusCompleted, Response: &storedResponse{StatusCode: 204}},
 	} {
 		want, err := attributevalue.MarshalMap(&r)
 		if err != nil {

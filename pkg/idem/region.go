@@ -2,7 +2,6 @@ package idem
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -11,17 +10,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// ErrReplicatedTable: the table is a DynamoDB global table, on which the
-// protocol's guarantee does not hold (see ReplicaProblem).
-var ErrReplicatedTable = errors.New("idem: the idempotency table is replicated to other Regions")
-
 // TableDescriber is the one call CheckSingleRegion makes; *dynamodb.Client
 // has it. It is apart from DynamoDBAPI, which a Store's requests use.
 type TableDescriber interface {
 	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
 }
 
-// ReplicaProblem says why a table's replicas would break the guarantee, or
+// replicaProblem says why a table's replicas would break the guarantee, or
 // "" for a table in one Region.
 //
 // In multi-Region eventual consistency (MREC, the default), each Region
@@ -31,7 +26,7 @@ type TableDescriber interface {
 // strong consistency (MRSC), DynamoDB does not support transactions, so
 // every commit (TransactWriteItems) fails, nor TTL, which expires records.
 // A legacy (2017.11.29) global table is MREC.
-func ReplicaProblem(t *types.TableDescription) string {
+func replicaProblem(t *types.TableDescription) string {
 	if t == nil || (len(t.Replicas) == 0 && aws.ToString(t.GlobalTableVersion) == "") {
 		return ""
 	}
@@ -56,7 +51,7 @@ func CheckSingleRegion(ctx context.Context, d TableDescriber, table string) erro
 	if err != nil {
 		return fmt.Errorf("idem: describe table %s: %w", table, err)
 	}
-	if p := ReplicaProblem(out.Table); p != "" {
+	if p := replicaProblem(out.Table); p != "" {
 		return fmt.Errorf("%w: %s: %s", ErrReplicatedTable, table, p)
 	}
 	return nil

@@ -15,6 +15,8 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/idemlambda"
+	"github.com/idemkeys/idem/pkg/idem/internal/testbed"
 )
 
 // The hostile review of round 3: an answer never says more than is known.
@@ -46,7 +48,7 @@ func apiError(code string) error { return &smithy.GenericAPIError{Code: code, Me
 // with the error code given instead of its success.
 func landedThen(t *testing.T, f *fixture, code string) func(context.Context, *dynamodb.TransactWriteItemsInput) (*dynamodb.TransactWriteItemsOutput, error) {
 	return func(ctx context.Context, in *dynamodb.TransactWriteItemsInput) (*dynamodb.TransactWriteItemsOutput, error) {
-		if _, err := f.db.TransactWriteItems(ctx, in); err != nil {
+		if _, err := f.DB.TransactWriteItems(ctx, in); err != nil {
 			t.Fatal(err)
 		}
 		return nil, apiError(code)
@@ -56,11 +58,11 @@ func landedThen(t *testing.T, f *fixture, code string) func(context.Context, *dy
 // orderThroughHTTP sends one request through the HTTP API's door on s, whose
 // handler writes the order o1 and answers 201.
 func orderThroughHTTP(f *fixture, s *idem.Store) events.APIGatewayV2HTTPResponse {
-	h := idem.HTTPTyped(s, nil, func(ctx context.Context, req idem.HTTPRequest[struct{}], tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
-		tx.Add(f.orderPut("alice", "o1", "first"), nil)
-		return events.APIGatewayV2HTTPResponse{StatusCode: 201, Body: "created"}, nil
+	h := idemlambda.HTTPAPI(s, nil, func(ctx context.Context, req idemlambda.Request[events.APIGatewayV2HTTPRequest, struct{}], tx *idem.Tx) (idem.Response, error) {
+		tx.Add(f.OrderPut("alice", "o1", "first"), nil)
+		return idem.Response{StatusCode: 201, Body: []byte("created")}, nil
 	})
-	r, _ := h(context.Background(), apiRequest("alice", map[string]string{"idempotency-key": "k1"}, `{}`))
+	r, _ := h(context.Background(), testbed.APIRequest("alice", map[string]string{"idempotency-key": "k1"}, `{}`))
 	return r
 }
 
@@ -71,19 +73,19 @@ func orderThroughHTTP(f *fixture, s *idem.Store) events.APIGatewayV2HTTPResponse
 // nothing was done" while the order was written).
 func TestUnknownCommitWithARefusedLapseIsNoDefiniteFailure(t *testing.T) {
 	f := newFixture(t)
-	fa := &faulty{DynamoDBAPI: f.db}
+	fa := &faulty{DynamoDBAPI: f.DB}
 	fa.tx = landedThen(t, f, "InternalServerError") // the answer lost
 	fa.update = func(context.Context, *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
 		return nil, apiError("AccessDeniedException")
 	}
-	s, err := idem.New(fa, f.table, func(o *idem.Options) { o.Clock = f.clock.Now })
+	s, err := idem.New(fa, f.Table, func(o *idem.Options) { o.Clock = f.Clock.Now })
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := orderThroughHTTP(f, s)
 	// The outcome is unknown to this call: a retry with the same key,
 	// never a definite failure.
-	if f.order("alice", "o1") == nil || r.StatusCode != 503 || r.Headers["Retry-After"] == "" || strings.Contains(r.Body, "misconfigured") {
+	if f.Order("alice", "o1") == nil || r.StatusCode != 503 || r.Headers["Retry-After"] == "" || strings.Contains(r.Body, "misconfigured") {
 		t.Fatalf("committed, the lapse refused: answered %d %v %s; want 503 with Retry-After", r.StatusCode, r.Headers, r.Body)
 	}
 }
@@ -94,13 +96,13 @@ func TestUnknownCommitWithARefusedLapseIsNoDefiniteFailure(t *testing.T) {
 // record, so the answer is its 201 (it was a 500 "nothing was done").
 func TestARefusalAfterALandedCommitIsReadAsTheCommit(t *testing.T) {
 	f := newFixture(t)
-	fa := &faulty{DynamoDBAPI: f.db}
+	fa := &faulty{DynamoDBAPI: f.DB}
 	fa.tx = landedThen(t, f, "AccessDeniedException")
-	s, _ := idem.New(fa, f.table, func(o *idem.Options) { o.Clock = f.clock.Now })
+	s, _ := idem.New(fa, f.Table, func(o *idem.Options) { o.Clock = f.Clock.Now })
 	r := orderThroughHTTP(f, s)
 	// The settling lapse finds the record completed under this lease's
 	// own token: the commit's own 201.
-	if f.order("alice", "o1") == nil || r.StatusCode != 201 {
+	if f.Order("alice", "o1") == nil || r.StatusCode != 201 {
 		t.Fatalf("committed, its last send refused: answered %d %s; want the commit's 201", r.StatusCode, r.Body)
 	}
 }
@@ -110,24 +112,24 @@ func TestARefusalAfterALandedCommitIsReadAsTheCommit(t *testing.T) {
 // replayed forever).
 func TestAConflictFuncs5xxIsNeverStored(t *testing.T) {
 	f := newFixture(t)
-	if _, err := f.store.Do(context.Background(), req("alice", "pre", `{}`), f.createOrder("alice", "o1", nil)); err != nil {
+	if _, err := f.Store.Do(context.Background(), req("alice", "pre", `{}`), f.createOrder("alice", "o1", nil)); err != nil {
 		t.Fatal(err)
 	}
 	var runs atomic.Int32
-	h := idem.HTTPTyped(f.store, nil, func(ctx context.Context, req idem.HTTPRequest[struct{}], tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
+	h := idemlambda.HTTPAPI(f.Store, nil, func(ctx context.Context, req idemlambda.Request[events.APIGatewayV2HTTPRequest, struct{}], tx *idem.Tx) (idem.Response, error) {
 		runs.Add(1)
-		tx.Add(f.orderPut("alice", "o1", "again"), func(map[string]types.AttributeValue) (idem.Response, error) {
+		tx.Add(f.OrderPut("alice", "o1", "again"), func(map[string]types.AttributeValue) (idem.Response, error) {
 			return idem.Response{StatusCode: 503, Body: []byte("order store busy, retry")}, nil
 		})
-		return events.APIGatewayV2HTTPResponse{StatusCode: 201}, nil
+		return idem.Response{StatusCode: 201}, nil
 	})
 	for i := 1; i <= 2; i++ {
-		r, _ := h(context.Background(), apiRequest("alice", map[string]string{"idempotency-key": "k2"}, `{}`))
-		if r.StatusCode != 503 || r.Headers[idem.HeaderReplayed] != "" || runs.Load() != int32(i) {
-			t.Fatalf("call %d: %d %q replayed=%q after %d runs; want the conflict's 503, not stored, the handler run again", i, r.StatusCode, r.Body, r.Headers[idem.HeaderReplayed], runs.Load())
+		r, _ := h(context.Background(), testbed.APIRequest("alice", map[string]string{"idempotency-key": "k2"}, `{}`))
+		if r.StatusCode != 503 || r.Headers[idemlambda.HeaderReplayed] != "" || runs.Load() != int32(i) {
+			t.Fatalf("call %d: %d %q replayed=%q after %d runs; want the conflict's 503, not stored, the handler run again", i, r.StatusCode, r.Body, r.Headers[idemlambda.HeaderReplayed], runs.Load())
 		}
 	}
-	if str(f.record("alice", "k2"), "status") == idem.StatusCompleted {
+	if str(f.Record("alice", "k2"), "status") == "COMPLETED" {
 		t.Fatalf("a 5xx decided by the ConflictFunc was stored as COMPLETED; runs=%d", runs.Load())
 	}
 }
@@ -138,22 +140,22 @@ func TestAConflictFuncs5xxIsNeverStored(t *testing.T) {
 func TestALostDeleteThenAReclaimIsADelete(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	if _, err := f.store.Do(ctx, req("frank", "k1", `{}`), ok); err != nil {
+	if _, err := f.Store.Do(ctx, req("frank", "k1", `{}`), ok); err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	fa := &faulty{DynamoDBAPI: f.db}
+	fa := &faulty{DynamoDBAPI: f.DB}
 	fa.tx = func(ctx context.Context, in *dynamodb.TransactWriteItemsInput) (*dynamodb.TransactWriteItemsOutput, error) {
-		if _, err := f.db.TransactWriteItems(ctx, in); err != nil {
+		if _, err := f.DB.TransactWriteItems(ctx, in); err != nil {
 			t.Fatal(err)
 		}
 		// the resend the operator asked for arrives now, on another Lambda
-		if _, err := f.store.Do(ctx, req("frank", "k1", `{}`), ok); err != nil {
+		if _, err := f.Store.Do(ctx, req("frank", "k1", `{}`), ok); err != nil {
 			t.Fatal(err)
 		}
 		return nil, apiError("InternalServerError")
 	}
-	ops, _ := idem.New(fa, f.table, func(o *idem.Options) { o.Clock = f.clock.Now; o.Logger = slog.New(slog.NewJSONHandler(&buf, nil)) })
+	ops, _ := idem.New(fa, f.Table, func(o *idem.Options) { o.Clock = f.Clock.Now; o.Logger = slog.New(slog.NewJSONHandler(&buf, nil)) })
 	rec, err := ops.Inspect(ctx, "frank", "k1")
 	if err != nil {
 		t.Fatal(err)
@@ -170,18 +172,18 @@ func TestALostDeleteThenAReclaimIsADelete(t *testing.T) {
 func TestAMissingBusinessTableNeverSaysNothingWasDone(t *testing.T) {
 	f := newFixture(t)
 	var charged atomic.Int32
-	h := idem.HTTPTyped(f.store, nil, func(ctx context.Context, req idem.HTTPRequest[struct{}], tx *idem.Tx) (events.APIGatewayV2HTTPResponse, error) {
+	h := idemlambda.HTTPAPI(f.Store, nil, func(ctx context.Context, req idemlambda.Request[events.APIGatewayV2HTTPRequest, struct{}], tx *idem.Tx) (idem.Response, error) {
 		charged.Add(1) // the provider call
-		w := f.orderPut("alice", "o1", "x")
+		w := f.OrderPut("alice", "o1", "x")
 		w.Put.TableName = &[]string{"no-such-orders"}[0]
 		tx.Add(w, nil)
-		return events.APIGatewayV2HTTPResponse{StatusCode: 201}, nil
+		return idem.Response{StatusCode: 201}, nil
 	})
-	r, _ := h(context.Background(), apiRequest("alice", map[string]string{"idempotency-key": "k1"}, `{}`))
+	r, _ := h(context.Background(), testbed.APIRequest("alice", map[string]string{"idempotency-key": "k1"}, `{}`))
 	if charged.Load() != 1 || r.StatusCode != 500 || r.Headers["Retry-After"] != "" || !strings.Contains(r.Body, `"code":"misconfigured"`) || strings.Contains(r.Body, "nothing was done") {
 		t.Fatalf("charged %d, answered %d %v %s; want a 500 misconfigured that does not say nothing was done", charged.Load(), r.StatusCode, r.Headers, r.Body)
 	}
-	if rec := f.record("alice", "k1"); str(rec, "status") != idem.StatusInProgress || num(rec, "lease_until") != "0" {
+	if rec := f.Record("alice", "k1"); str(rec, "status") != "IN_PROGRESS" || num(rec, "lease_until") != "0" {
 		t.Fatalf("record %v, want the lease lapsed for the retry", rec)
 	}
 }

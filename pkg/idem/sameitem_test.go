@@ -17,7 +17,7 @@ import (
 // orderUpdate is a business write naming its key.
 func (f *fixture) orderUpdate(scope, id string) types.TransactWriteItem {
 	return types.TransactWriteItem{Update: &types.Update{
-		TableName:                 aws.String(f.business),
+		TableName:                 aws.String(f.Business),
 		Key:                       map[string]types.AttributeValue{"scope": &types.AttributeValueMemberS{Value: scope}, "order_id": &types.AttributeValueMemberS{Value: id}},
 		UpdateExpression:          aws.String("SET note = :n"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":n": &types.AttributeValueMemberS{Value: "again"}},
@@ -36,12 +36,12 @@ func TestTwoWritesToOneItemAreRefusedBeforeAnyWrite(t *testing.T) {
 			return []types.TransactWriteItem{f.orderUpdate("alice", "o1"), f.orderUpdate("alice", "o1")}
 		}},
 		{"a put and an update", func(f *fixture) []types.TransactWriteItem {
-			return []types.TransactWriteItem{f.orderPut("alice", "o1", "n"), f.orderUpdate("alice", "o1")}
+			return []types.TransactWriteItem{f.OrderPut("alice", "o1", "n"), f.orderUpdate("alice", "o1")}
 		}},
 		{"a write to the idempotency record itself", func(f *fixture) []types.TransactWriteItem {
 			return []types.TransactWriteItem{{ConditionCheck: &types.ConditionCheck{
-				TableName:           aws.String(f.table),
-				Key:                 map[string]types.AttributeValue{idem.AttrPK: &types.AttributeValueMemberS{Value: idem.RecordPK("alice", "k1")}},
+				TableName:           aws.String(f.Table),
+				Key:                 map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: idem.RecordPK("alice", "k1")}},
 				ConditionExpression: aws.String("attribute_exists(pk)"),
 			}}}
 		}},
@@ -50,7 +50,7 @@ func TestTwoWritesToOneItemAreRefusedBeforeAnyWrite(t *testing.T) {
 		for _, path := range []string{"Do", "DoAtomic"} {
 			t.Run(tc.name+"/"+path, func(t *testing.T) {
 				f := newFixture(t)
-				do := map[string]func(context.Context, idem.Request, idem.Work) (idem.Result, error){"Do": f.store.Do, "DoAtomic": f.store.DoAtomic}[path]
+				do := map[string]func(context.Context, idem.Request, idem.Work) (idem.Result, error){"Do": f.Store.Do, "DoAtomic": f.Store.DoAtomic}[path]
 				r := req("alice", "k1", `{}`)
 				_, err := do(context.Background(), r, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
 					for _, w := range tc.writes(f) {
@@ -61,12 +61,12 @@ func TestTwoWritesToOneItemAreRefusedBeforeAnyWrite(t *testing.T) {
 				if !errors.Is(err, idem.ErrInvalidWrite) {
 					t.Fatalf("err = %v, want ErrInvalidWrite", err)
 				}
-				if f.db.Get("TransactWriteItems") != 0 || f.order("alice", "o1") != nil {
-					t.Fatalf("calls %v: a transaction was sent", f.db.Calls())
+				if f.DB.Get("TransactWriteItems") != 0 || f.Order("alice", "o1") != nil {
+					t.Fatalf("calls %v: a transaction was sent", f.DB.Calls())
 				}
 				if path == "Do" {
-					f.lapsed("alice", "k1", r.Fingerprint)
-				} else if f.record("alice", "k1") != nil {
+					f.Lapsed("alice", "k1", r.Fingerprint)
+				} else if f.Record("alice", "k1") != nil {
 					t.Fatal("DoAtomic wrote a record")
 				}
 			})
@@ -79,21 +79,21 @@ func TestTwoWritesToOneItemAreRefusedBeforeAnyWrite(t *testing.T) {
 // refusal: ErrInvalidWrite and a lapsed claim, not an unknown outcome.
 func TestValidationExceptionFromTheCommitIsADefiniteRefusal(t *testing.T) {
 	f := newFixture(t)
-	f.db.Before = func(op string) error {
+	f.DB.Before = func(op string) error {
 		if op == "TransactWriteItems" {
 			return &smithy.GenericAPIError{Code: "ValidationException", Message: "Transaction request cannot include multiple operations on one item"}
 		}
 		return nil
 	}
 	r := req("alice", "k1", `{}`)
-	_, err := f.store.Do(context.Background(), r, f.createOrder("alice", "o1", nil))
+	_, err := f.Store.Do(context.Background(), r, f.createOrder("alice", "o1", nil))
 	if !errors.Is(err, idem.ErrInvalidWrite) {
 		t.Fatalf("err = %v, want ErrInvalidWrite", err)
 	}
-	if f.db.Get("GetItem") != 0 {
-		t.Fatalf("calls %v: a definite refusal was settled as an unknown outcome", f.db.Calls())
+	if f.DB.Get("GetItem") != 0 {
+		t.Fatalf("calls %v: a definite refusal was settled as an unknown outcome", f.DB.Calls())
 	}
-	f.lapsed("alice", "k1", r.Fingerprint)
+	f.Lapsed("alice", "k1", r.Fingerprint)
 }
 
 // A ConflictFunc's response passes the size check every other path makes,
@@ -103,20 +103,20 @@ func TestConflictResponsePastTheLimitIsRefused(t *testing.T) {
 		t.Run(path, func(t *testing.T) {
 			f := newFixture(t)
 			ctx := context.Background()
-			if _, err := f.raw.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.business), Item: f.orderPut("alice", "taken", "existing").Put.Item}); err != nil {
+			if _, err := f.Raw.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.Business), Item: f.OrderPut("alice", "taken", "existing").Put.Item}); err != nil {
 				t.Fatal(err)
 			}
-			do := map[string]func(context.Context, idem.Request, idem.Work) (idem.Result, error){"Do": f.store.Do, "DoAtomic": f.store.DoAtomic}[path]
+			do := map[string]func(context.Context, idem.Request, idem.Work) (idem.Result, error){"Do": f.Store.Do, "DoAtomic": f.Store.DoAtomic}[path]
 			_, err := do(ctx, req("alice", "k1", `{}`), func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
-				tx.Add(f.orderPut("alice", "taken", "new"), func(map[string]types.AttributeValue) (idem.Response, error) {
-					return idem.Response{StatusCode: 409, Body: bytes.Repeat([]byte("x"), idem.MaxItemSize)}, nil
+				tx.Add(f.OrderPut("alice", "taken", "new"), func(map[string]types.AttributeValue) (idem.Response, error) {
+					return idem.Response{StatusCode: 409, Body: bytes.Repeat([]byte("x"), (400 << 10))}, nil
 				})
 				return idem.Response{StatusCode: 201}, nil
 			})
 			if !errors.Is(err, idem.ErrResponseTooLarge) {
 				t.Fatalf("err = %v, want ErrResponseTooLarge", err)
 			}
-			if st := str(f.record("alice", "k1"), "status"); st == idem.StatusCompleted {
+			if st := str(f.Record("alice", "k1"), "status"); st == "COMPLETED" {
 				t.Fatal("an oversized response was stored")
 			}
 		})

@@ -24,17 +24,45 @@ import (
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
+// ProblemBase is the base of the functions' problem types: the type of code
+// c is ProblemBase + c, a section of docs/http-api.md.
+const ProblemBase = "https://github.com/idemkeys/idem/blob/main/docs/http-api.md#"
+
+// Problem is the problem of code at status, its type documented under
+// ProblemBase.
+func Problem(status int, code, detail string) httpapi.Problem {
+	return httpapi.NewProblem(status, code, detail).WithBase(ProblemBase)
+}
+
+// ErrorResponse is Problem as an HTTP API response.
+func ErrorResponse(status int, code, detail string) events.APIGatewayV2HTTPResponse {
+	return Problem(status, code, detail).Response()
+}
+
+// Refused is a refusal as an HTTP API response.
+func Refused(r *httpapi.Refusal) events.APIGatewayV2HTTPResponse {
+	return ErrorResponse(r.StatusCode, r.Code, r.Message)
+}
+
+// Stored is an HTTP API response as a door's handler returns it.
+func Stored(r events.APIGatewayV2HTTPResponse) idem.Response {
+	return idem.Response{StatusCode: r.StatusCode, Header: r.Headers, Cookies: r.Cookies, Body: []byte(r.Body)}
+}
+
+// Handler is an HTTP API route's handler, what lambda.Start takes.
+type Handler = func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+
 // Routes maps API Gateway route keys ("POST /charges", "GET /charges/{id}")
 // to handlers. Its keys are what template.yaml's HttpApi events declare; a
 // test checks that the two agree.
-type Routes map[string]idem.APIGatewayHandler
+type Routes map[string]Handler
 
 // Handle dispatches on the route key, which API Gateway (and sam local)
 // sets to the matched route's "METHOD /path".
 func (r Routes) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	h, ok := r[req.RouteKey]
 	if !ok {
-		return httpapi.ErrorResponse(http.StatusNotFound, "route_not_found", "no route "+req.RouteKey), nil
+		return ErrorResponse(http.StatusNotFound, "route_not_found", "no route "+req.RouteKey), nil
 	}
 	return h(ctx, req)
 }
@@ -43,7 +71,7 @@ func (r Routes) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) 
 func JSON(status int, v any) events.APIGatewayV2HTTPResponse {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return httpapi.ErrorResponse(http.StatusInternalServerError, "internal_error", "response could not be encoded")
+		return ErrorResponse(http.StatusInternalServerError, "internal_error", "response could not be encoded")
 	}
 	return events.APIGatewayV2HTTPResponse{StatusCode: status, Headers: map[string]string{"Content-Type": "application/json"}, Body: string(b)}
 }
@@ -103,11 +131,11 @@ func (o OwnItems) Get(ctx context.Context, req events.APIGatewayV2HTTPRequest, v
 	}
 	scope, _, refusal := httpapi.CheckRequest(&req, o.Claim, 0)
 	if refusal != nil {
-		return refusal.Response()
+		return Refused(refusal)
 	}
 	id := req.PathParameters[o.IDParam]
 	if !ID.MatchString(id) {
-		return httpapi.ErrorResponse(http.StatusNotFound, "not_found", "no such "+o.IDParam)
+		return ErrorResponse(http.StatusNotFound, "not_found", "no such "+o.IDParam)
 	}
 	out, err := o.DB.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(o.Table),
@@ -118,14 +146,14 @@ func (o OwnItems) Get(ctx context.Context, req events.APIGatewayV2HTTPRequest, v
 	})
 	if err != nil {
 		o.Log.Error("read", "table", o.Table, "error", err.Error())
-		return httpapi.ErrorResponse(http.StatusServiceUnavailable, "internal_error", "could not read; retry")
+		return ErrorResponse(http.StatusServiceUnavailable, "internal_error", "could not read; retry")
 	}
 	if len(out.Item) == 0 {
-		return httpapi.ErrorResponse(http.StatusNotFound, "not_found", "no such "+o.IDParam)
+		return ErrorResponse(http.StatusNotFound, "not_found", "no such "+o.IDParam)
 	}
 	if err := attributevalue.UnmarshalMap(out.Item, v); err != nil {
 		o.Log.Error("decode", "table", o.Table, "error", err.Error())
-		return httpapi.ErrorResponse(http.StatusInternalServerError, "internal_error", "could not read")
+		return ErrorResponse(http.StatusInternalServerError, "internal_error", "could not read")
 	}
 	return JSON(http.StatusOK, render())
 }

@@ -1,4 +1,4 @@
-package idem_test
+package idemlambda_test
 
 import (
 	"bytes"
@@ -17,13 +17,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/idemlambda"
+	"github.com/idemkeys/idem/pkg/idem/internal/testbed"
 )
 
 // count is the effect a message has: a counter incremented with ADD, which
 // counts twice if the message is processed twice.
-func (f *fixture) count(id string) types.TransactWriteItem {
+func count(f *testbed.Fixture, id string) types.TransactWriteItem {
 	return types.TransactWriteItem{Update: &types.Update{
-		TableName: aws.String(f.business),
+		TableName: aws.String(f.Business),
 		Key: map[string]types.AttributeValue{
 			"scope":    &types.AttributeValueMemberS{Value: "projection"},
 			"order_id": &types.AttributeValueMemberS{Value: id},
@@ -33,9 +35,9 @@ func (f *fixture) count(id string) types.TransactWriteItem {
 	}}
 }
 
-func (f *fixture) times(id string) int {
-	f.t.Helper()
-	item := f.order("projection", id)
+func times(f *testbed.Fixture, id string) int {
+	f.T.Helper()
+	item := f.Order("projection", id)
 	if item == nil {
 		return 0
 	}
@@ -43,23 +45,19 @@ func (f *fixture) times(id string) int {
 	return n
 }
 
-func (f *fixture) consumer(optFns ...func(*idem.SQSOptions)) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
-	f.t.Helper()
-	h, err := f.newStore().SQS(func(ctx context.Context, msg events.SQSMessage, tx *idem.Tx) error {
-		switch msg.Body {
+func consumer(f *testbed.Fixture, optFns ...func(*idemlambda.ConsumerOptions[events.SQSMessage])) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	f.T.Helper()
+	return idemlambda.SQS(f.NewStore(), func(ctx context.Context, ev idemlambda.Event[events.SQSMessage], tx *idem.Tx) error {
+		switch ev.Event.Body {
 		case "poison":
 			return errors.New("cannot parse")
 		case "panic":
 			var m map[string]int
 			m["boom"]++ // a nil map: the handler's own bug
 		}
-		tx.Add(f.count(msg.Body), nil)
+		tx.Add(count(f, ev.Event.Body), nil)
 		return nil
-	}, append([]func(*idem.SQSOptions){func(o *idem.SQSOptions) { o.Scope = "projector" }}, optFns...)...)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return h
+	}, append([]func(*idemlambda.ConsumerOptions[events.SQSMessage]){func(o *idemlambda.ConsumerOptions[events.SQSMessage]) { o.Scope = "projector" }}, optFns...)...)
 }
 
 func message(id, body string) events.SQSMessage {
@@ -76,7 +74,7 @@ func failedIDs(resp events.SQSEventResponse) []string {
 
 func TestRedeliveredMessagesTakeEffectOnce(t *testing.T) {
 	f := newFixture(t)
-	handle := f.consumer()
+	handle := consumer(f)
 	const n = 30
 	// Each message is delivered 1 to 5 times, in batches of up to 10 mixed
 	// at random, the batches processed concurrently, as several Lambda
@@ -118,7 +116,7 @@ func TestRedeliveredMessagesTakeEffectOnce(t *testing.T) {
 		deliveries = again
 	}
 	for i := range n {
-		if got := f.times("order-" + strconv.Itoa(i)); got != 1 {
+		if got := times(f, "order-"+strconv.Itoa(i)); got != 1 {
 			t.Errorf("message %d took effect %d times", i, got)
 		}
 	}
@@ -126,7 +124,7 @@ func TestRedeliveredMessagesTakeEffectOnce(t *testing.T) {
 
 func TestPoisonMessageFailsAlone(t *testing.T) {
 	f := newFixture(t)
-	handle := f.consumer()
+	handle := consumer(f)
 	batch := events.SQSEvent{Records: []events.SQSMessage{
 		message("a", "order-a"), message("b", "order-b"), message("bad", "poison"), message("c", "order-c"),
 	}}
@@ -140,7 +138,7 @@ func TestPoisonMessageFailsAlone(t *testing.T) {
 		}
 	}
 	for _, id := range []string{"order-a", "order-b", "order-c"} {
-		if got := f.times(id); got != 1 {
+		if got := times(f, id); got != 1 {
 			t.Errorf("%s took effect %d times, want 1", id, got)
 		}
 	}
@@ -153,7 +151,9 @@ func TestPoisonMessageFailsAlone(t *testing.T) {
 func TestPanickingMessageFailsAlone(t *testing.T) {
 	f := newFixture(t)
 	var buf bytes.Buffer
-	handle := f.consumer(func(o *idem.SQSOptions) { o.Logger = slog.New(slog.NewJSONHandler(&buf, nil)) })
+	handle := consumer(f, func(o *idemlambda.ConsumerOptions[events.SQSMessage]) {
+		o.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
+	})
 	batch := events.SQSEvent{Records: []events.SQSMessage{message("a", "order-a"), message("p", "panic"), message("c", "order-c")}}
 	for attempt := range 2 {
 		var resp events.SQSEventResponse
@@ -171,11 +171,11 @@ func TestPanickingMessageFailsAlone(t *testing.T) {
 		}
 	}
 	for _, id := range []string{"order-a", "order-c"} {
-		if got := f.times(id); got != 1 {
+		if got := times(f, id); got != 1 {
 			t.Errorf("%s took effect %d times, want 1", id, got)
 		}
 	}
-	if n, ok := f.record("projector", "p")["lease_until"].(*types.AttributeValueMemberN); !ok || n.Value != "0" {
+	if n, ok := f.Record("projector", "p")["lease_until"].(*types.AttributeValueMemberN); !ok || n.Value != "0" {
 		t.Fatalf("the panicking message's lease_until = %v, want 0 (lapsed)", n)
 	}
 	if !strings.Contains(buf.String(), "panic") || !strings.Contains(buf.String(), "goroutine") || !strings.Contains(buf.String(), `"message_id":"p"`) {
@@ -189,12 +189,12 @@ func TestCrashBeforeAcknowledgementThenRedelivery(t *testing.T) {
 	// The first instance commits both, then dies before SQS hears back:
 	// its answer is lost, and the visibility timeout redelivers the batch
 	// to another instance.
-	f.consumer()(context.Background(), batch)
-	resp, err := f.consumer()(context.Background(), batch)
+	consumer(f)(context.Background(), batch)
+	resp, err := consumer(f)(context.Background(), batch)
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("redelivery: %v, %v; want all skipped as done", resp, err)
 	}
-	if f.times("order-a") != 1 || f.times("order-b") != 1 {
+	if times(f, "order-a") != 1 || times(f, "order-b") != 1 {
 		t.Fatal("a redelivered message took effect again")
 	}
 }
@@ -206,20 +206,20 @@ func TestFIFOFailureFailsTheRestOfTheBatch(t *testing.T) {
 		m.EventSourceARN += ".fifo"
 		return m
 	}
-	resp, _ := f.consumer()(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
+	resp, _ := consumer(f)(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
 		fifo("1", "order-1"), fifo("2", "poison"), fifo("3", "order-3"),
 	}})
 	if got := fmt.Sprint(failedIDs(resp)); got != "[2 3]" {
 		t.Fatalf("failures %s, want [2 3]: order must hold", got)
 	}
-	if f.times("order-1") != 1 || f.times("order-3") != 0 {
+	if times(f, "order-1") != 1 || times(f, "order-3") != 0 {
 		t.Fatal("FIFO processing went past a failure")
 	}
 }
 
 func TestProducerIDDeduplicatesAcrossMessages(t *testing.T) {
 	f := newFixture(t)
-	handle := f.consumer(func(o *idem.SQSOptions) { o.IDAttribute = "event_id" })
+	handle := consumer(f, func(o *idemlambda.ConsumerOptions[events.SQSMessage]) { o.Key = idemlambda.SQSAttribute("event_id") })
 	withID := func(messageID, eventID string) events.SQSMessage {
 		m := message(messageID, "order-x")
 		m.MessageAttributes = map[string]events.SQSMessageAttribute{"event_id": {StringValue: aws.String(eventID), DataType: "String"}}
@@ -227,8 +227,8 @@ func TestProducerIDDeduplicatesAcrossMessages(t *testing.T) {
 	}
 	// A producer that retried its send made two messages of one event.
 	resp, _ := handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{withID("m1", "evt-1"), withID("m2", "evt-1")}})
-	if len(resp.BatchItemFailures) != 0 || f.times("order-x") != 1 {
-		t.Fatalf("failures %v, effect %d times: want one effect", resp.BatchItemFailures, f.times("order-x"))
+	if len(resp.BatchItemFailures) != 0 || times(f, "order-x") != 1 {
+		t.Fatalf("failures %v, effect %d times: want one effect", resp.BatchItemFailures, times(f, "order-x"))
 	}
 	resp, _ = handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message("m3", "order-x")}})
 	if got := failedIDs(resp); len(got) != 1 {
@@ -237,37 +237,53 @@ func TestProducerIDDeduplicatesAcrossMessages(t *testing.T) {
 }
 
 // A consumer without a scope is a mistake in its options, found when it is
-// built, not on its first message: ErrInvalidOptions, and ErrEmptyScope for
-// what was wrong.
+// built, not on its first message: a panic with ErrInvalidOptions, on every
+// consumer and on Function (which needs a Key too).
 func TestConsumersNeedAScope(t *testing.T) {
-	f := newFixture(t)
-	_, sqsErr := f.store.SQS(func(context.Context, events.SQSMessage, *idem.Tx) error { return nil })
-	_, ebErr := f.store.EventBridge("", func(context.Context, events.CloudWatchEvent, *idem.Tx) error { return nil })
-	_, fnErr := idem.Function(f.store, func(context.Context, string) (string, error) { return "", nil },
-		func(o *idem.FunctionOptions[string]) { o.Key = func(s string) string { return s } })
-	for name, err := range map[string]error{"SQS": sqsErr, "EventBridge": ebErr, "Function": fnErr} {
-		if !errors.Is(err, idem.ErrInvalidOptions) || !errors.Is(err, idem.ErrEmptyScope) {
-			t.Errorf("%s without a scope: %v, want ErrInvalidOptions and ErrEmptyScope", name, err)
-		}
+	s := newFixture(t).Store
+	builds := map[string]func(){
+		"SQS": func() {
+			idemlambda.SQS(s, func(context.Context, idemlambda.Event[events.SQSMessage], *idem.Tx) error { return nil })
+		},
+		"EventBridge": func() {
+			idemlambda.EventBridge(s, func(context.Context, idemlambda.Event[events.CloudWatchEvent], *idem.Tx) error { return nil })
+		},
+		"Function": func() {
+			idemlambda.Function(s, func(context.Context, idemlambda.Event[string], *idem.Tx) (string, error) { return "", nil },
+				func(o *idemlambda.ConsumerOptions[string]) {
+					o.Key = func(s *string) (string, error) { return *s, nil }
+				})
+		},
+		"Function without a Key": func() {
+			idemlambda.Function(s, func(context.Context, idemlambda.Event[string], *idem.Tx) (string, error) { return "", nil },
+				func(o *idemlambda.ConsumerOptions[string]) { o.Scope = "shipper" })
+		},
+	}
+	for name, build := range builds {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if err, _ := recover().(error); !errors.Is(err, idem.ErrInvalidOptions) {
+					t.Fatalf("built: %v, want a panic with ErrInvalidOptions", err)
+				}
+			}()
+			build()
+		})
 	}
 }
 
 func TestEventBridgeEventsTakeEffectOnce(t *testing.T) {
 	f := newFixture(t)
-	handle, err := f.store.EventBridge("projector", func(ctx context.Context, ev events.CloudWatchEvent, tx *idem.Tx) error {
-		tx.Add(f.count("evt-"+ev.ID), nil)
+	handle := idemlambda.EventBridge(f.Store, func(ctx context.Context, ev idemlambda.Event[events.CloudWatchEvent], tx *idem.Tx) error {
+		tx.Add(count(f, "evt-"+ev.Key), nil)
 		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	}, func(o *idemlambda.ConsumerOptions[events.CloudWatchEvent]) { o.Scope = "projector" })
 	ev := events.CloudWatchEvent{ID: "7bf73129-1428-4cd3", Source: "orders", DetailType: "OrderCreated", Detail: []byte(`{"order":"o1"}`)}
 	for range 3 {
 		if err := handle(context.Background(), ev); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := f.times("evt-" + ev.ID); got != 1 {
+	if got := times(f, "evt-"+ev.ID); got != 1 {
 		t.Fatalf("event took effect %d times", got)
 	}
 }
@@ -278,16 +294,13 @@ func TestEventBridgeEventsTakeEffectOnce(t *testing.T) {
 func TestPanickingEventIsAnError(t *testing.T) {
 	f := newFixture(t)
 	var calls int
-	handle, err := f.store.EventBridge("projector", func(ctx context.Context, ev events.CloudWatchEvent, tx *idem.Tx) error {
+	handle := idemlambda.EventBridge(f.Store, func(ctx context.Context, ev idemlambda.Event[events.CloudWatchEvent], tx *idem.Tx) error {
 		if calls++; calls == 1 {
 			panic("first delivery")
 		}
-		tx.Add(f.count("evt-"+ev.ID), nil)
+		tx.Add(count(f, "evt-"+ev.Key), nil)
 		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	}, func(o *idemlambda.ConsumerOptions[events.CloudWatchEvent]) { o.Scope = "projector" })
 	ev := events.CloudWatchEvent{ID: "ev-panic", Source: "orders", DetailType: "OrderCreated", Detail: []byte(`{}`)}
 	func() {
 		defer func() {
@@ -302,7 +315,7 @@ func TestPanickingEventIsAnError(t *testing.T) {
 	if err := handle(context.Background(), ev); err != nil {
 		t.Fatalf("the retry: %v, want it run at once (the lease lapsed)", err)
 	}
-	if got := f.times("evt-" + ev.ID); got != 1 {
+	if got := times(f, "evt-"+ev.ID); got != 1 {
 		t.Fatalf("event took effect %d times", got)
 	}
 }

@@ -1,4 +1,4 @@
-package idem_test
+package door_test
 
 import (
 	"context"
@@ -20,19 +20,33 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/idemlambda"
+	"github.com/idemkeys/idem/pkg/idem/internal/testbed"
 )
 
-// The coverage of the front doors: every door the package exports, sent
+// The coverage of the front doors: every door the packages export, sent
 // every request that must be refused before anything is written.
 
-// exportedDoors lists the package's front doors from its source: every
+// exportedDoors lists the front doors of idemlambda and idemhttp from their
+// source: every
 // exported function or method outside the tests that returns a handler, a
 // function whose first parameter is a context.Context or a net/http
 // middleware (func(http.Handler) http.Handler), directly or through a
 // named type of the package. A method is named Type.Method.
 func exportedDoors(t *testing.T) []string {
 	t.Helper()
-	files, err := filepath.Glob("*.go")
+	var doors []string
+	for _, pkg := range []string{"idemlambda", "idemhttp"} {
+		doors = append(doors, exportedDoorsOf(t, pkg)...)
+	}
+	slices.Sort(doors)
+	return doors
+}
+
+// exportedDoorsOf lists the doors of pkg/idem/<pkg>, named pkg.Door.
+func exportedDoorsOf(t *testing.T, pkg string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "..", pkg, "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,19 +121,18 @@ func exportedDoors(t *testing.T) []string {
 				name = id.Name + "." + name
 			}
 			if slices.ContainsFunc(fd.Type.Results.List, func(r *ast.Field) bool { return handler(r.Type) }) {
-				doors = append(doors, name)
+				doors = append(doors, pkg+"."+name)
 			}
 		}
 	}
-	slices.Sort(doors)
 	return doors
 }
 
 // notDoors are the handlers exportedDoors finds that are no front door of
 // this test: no caller's identity, header or body to refuse.
 var notDoors = map[string]string{
-	"Store.SQS":         "a queue consumer: the consumer is the scope and the message id the key (sqs_test.go)",
-	"Store.EventBridge": "an event consumer: the consumer is the scope and the event id the key (sqs_test.go)",
+	"idemlambda.SQS":         "a queue consumer: the consumer is the scope and the message id the key (idemlambda's consumer tests)",
+	"idemlambda.EventBridge": "an event consumer: the consumer is the scope and the event id the key (idemlambda's consumer tests)",
 }
 
 // fnEvent is an event as Function gets it in these tests: its key inside,
@@ -130,35 +143,31 @@ type fnEvent struct {
 }
 
 // fnDriver is Function as the coverage test drives it: doorCall's scope is
-// the consumer's (FunctionOptions.Scope, "" refused when it is built), its
-// keys the event's key; Function's error comes back as the error.
-type fnDriver struct {
-	name        string
-	passThrough bool
-}
-
-func (d fnDriver) make(s *idem.Store, w work) func(doorCall) (answer, error) {
+// the consumer's (ConsumerOptions.Scope, "" refused when it is built), its
+// keys the event's key; Function's error comes back as the error, and a
+// door that panics when it is built as its error too.
+func fnDriver(s idemlambda.Doer, w work) func(doorCall) (answer, error) {
 	type out struct {
 		Status int    `json:"status"`
 		Body   string `json:"body"`
 	}
-	return func(c doorCall) (answer, error) {
-		h, err := idem.Function(s, func(ctx context.Context, in fnEvent) (out, error) {
-			st, b := w(ctx, c.scope, in.Key, in.Body)
+	return func(c doorCall) (a answer, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err, _ = p.(error)
+			}
+		}()
+		h := idemlambda.Function(s, func(ctx context.Context, ev idemlambda.Event[fnEvent], tx *idem.Tx) (out, error) {
+			st, b := w(ctx, ev.Scope, ev.Key, ev.Event.Body)
 			return out{st, b}, nil
-		}, func(o *idem.FunctionOptions[fnEvent]) {
-			o.Scope, o.PassThrough = c.scope, d.passThrough
-			o.Key = func(in fnEvent) string { return in.Key }
+		}, func(o *idemlambda.ConsumerOptions[fnEvent]) {
+			o.Scope = c.scope
+			o.Key = func(in *fnEvent) (string, error) { return in.Key, nil }
 		})
-		if err != nil {
-			return answer{}, err
-		}
 		r, err := h(context.Background(), fnEvent{Key: strings.Join(c.keys, ","), Body: json.RawMessage(c.body)})
 		return answer{status: r.Status, body: r.Body}, err
 	}
 }
-
-var fnDrivers = []fnDriver{{"Function", false}, {"Function, pass-through", true}}
 
 // refusal is a request that every front door refuses before anything is
 // written: how an HTTP door answers it (problem details), and what
@@ -168,24 +177,22 @@ type refusal struct {
 	c      doorCall
 	status int
 	code   string
-	reads  bool // the record that refuses it is read (the 422): no other call
-	// fn is Function's error; fnPass, that with PassThrough the handler
-	// runs instead (and writes nothing); fnNA, why the request cannot
-	// reach a Function at all.
-	fn     error
-	fnPass bool
-	fnNA   string
+	reads  bool // the record that refuses it is read (the 422): one Do, no other call
+	// fn is Function's error; fnNA, why the request cannot reach a
+	// Function at all.
+	fn   error
+	fnNA string
 }
 
 // k1 is stored before the refusals, for the 422.
 var k1 = doorCall{"alice", []string{"k1"}, `{"a":1}`}
 
 var refusals = []refusal{
-	{name: "no identity (a client-set scope header is ignored)", c: doorCall{"", []string{"n1"}, `{}`}, status: 401, code: "unauthenticated", fn: idem.ErrEmptyScope},
-	{name: "no key", c: doorCall{"alice", nil, `{}`}, status: 400, code: "idempotency_key_missing", fn: idem.ErrNoKey, fnPass: true},
-	{name: "an empty key", c: doorCall{"alice", []string{""}, `{}`}, status: 400, code: "idempotency_key_invalid", fn: idem.ErrNoKey, fnPass: true},
+	{name: "no identity (a client-set scope header is ignored)", c: doorCall{"", []string{"n1"}, `{}`}, status: 401, code: "unauthenticated", fn: idem.ErrInvalidOptions},
+	{name: "no key", c: doorCall{"alice", nil, `{}`}, status: 400, code: "idempotency_key_missing", fn: idemlambda.ErrNoKey},
+	{name: "an empty key", c: doorCall{"alice", []string{""}, `{}`}, status: 400, code: "idempotency_key_invalid", fn: idemlambda.ErrNoKey},
 	{name: "several keys", c: doorCall{"alice", []string{"n1", "n2"}, `{}`}, status: 400, code: "idempotency_key_invalid",
-		fnNA: "an event's key is one value (FunctionOptions.Key), not a header that repeats"},
+		fnNA: "an event's key is one value (ConsumerOptions.Key), not a header that repeats"},
 	{name: "a key of 256 bytes", c: doorCall{"alice", []string{strings.Repeat("k", 256)}, `{}`}, status: 400, code: "idempotency_key_invalid", fn: idem.ErrInvalidKey},
 	{name: "a key with a control byte", c: doorCall{"alice", []string{"n\x01"}, `{}`}, status: 400, code: "idempotency_key_invalid", fn: idem.ErrInvalidKey},
 	{name: "a body over the limit", c: doorCall{"alice", []string{"n1"}, `"` + strings.Repeat("x", 70<<10) + `"`}, status: 413, code: "body_too_large",
@@ -194,131 +201,144 @@ var refusals = []refusal{
 	{name: "the key with another request", c: doorCall{"alice", []string{"k1"}, `{"a":3}`}, status: 422, code: "idempotency_key_reused", reads: true, fn: idem.ErrFingerprintMismatch},
 }
 
-// The table below walks every door the package exports: one a test does
+// The table below walks every door the packages export: one a test does
 // not know is a failure here, not a door left uncovered.
 func TestEveryDoorIsInTheRefusalTable(t *testing.T) {
-	var covered []string
+	covered := []string{"idemlambda.Function"}
 	for _, d := range drivers {
 		covered = append(covered, d.door)
-	}
-	for range fnDrivers {
-		covered = append(covered, "Function")
 	}
 	exported := exportedDoors(t)
 	for _, door := range exported {
 		if !slices.Contains(covered, door) && notDoors[door] == "" {
-			t.Errorf("%s is a front door with no row in the refusal table: add a driver (drivers, fnDrivers) or a reason to notDoors", door)
+			t.Errorf("%s is a front door with no row in the refusal table: add a driver (drivers) or a reason to notDoors", door)
 		}
 	}
 	for _, door := range covered {
 		if !slices.Contains(exported, door) {
-			t.Errorf("a row names %s, which the package does not export as a door (found %v)", door, exported)
+			t.Errorf("a row names %s, which the packages do not export as a door (found %v)", door, exported)
 		}
 	}
 }
 
 // doorRow is one door as the tests that walk every door drive it: an HTTP
-// driver (fn nil), whose error is always nil, or a Function one.
+// driver, whose error is always nil, or Function.
 type doorRow struct {
 	name string
-	fn   *fnDriver
-	make func(s *idem.Store, w work) func(doorCall) (answer, error)
+	fn   bool
+	make func(s idemlambda.Doer, w work) func(doorCall) (answer, error)
 }
 
 func doorRows() []doorRow {
 	var rows []doorRow
 	for _, d := range drivers {
-		rows = append(rows, doorRow{d.name, nil, func(s *idem.Store, w work) func(doorCall) (answer, error) {
+		rows = append(rows, doorRow{d.name, false, func(s idemlambda.Doer, w work) func(doorCall) (answer, error) {
 			call := d.make(s, w)
 			return func(c doorCall) (answer, error) { return call(c), nil }
 		}})
 	}
-	for _, d := range fnDrivers {
-		rows = append(rows, doorRow{d.name, &d, d.make})
-	}
-	return rows
+	return append(rows, doorRow{"Function", true, fnDriver})
 }
 
 // snapshot is every item of the idempotency table, decoded.
-func (f *fixture) snapshot() []map[string]any {
-	f.t.Helper()
-	out, err := f.raw.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(f.table), ConsistentRead: aws.Bool(true)})
+func snapshot(f *testbed.Fixture) []map[string]any {
+	f.T.Helper()
+	out, err := f.Raw.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(f.Table), ConsistentRead: aws.Bool(true)})
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	var items []map[string]any
 	if err := attributevalue.UnmarshalListOfMaps(out.Items, &items); err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	slices.SortFunc(items, func(a, b map[string]any) int {
-		return strings.Compare(a[idem.AttrPK].(string), b[idem.AttrPK].(string))
+		return strings.Compare(a["pk"].(string), b["pk"].(string))
 	})
 	return items
 }
 
-// Every door × every refusal: an HTTP door answers problem details with the
-// status and code, Function its error (or, with PassThrough and no key, runs
-// the handler bare); none runs the handler, writes to the table, calls
-// DynamoDB but to read the record that refuses it, or panics.
+// Every door × every refusal, on DynamoDB Local and on the fake: an HTTP
+// door answers problem details with the status and code, Function its
+// error; none runs the handler, writes to the table, calls DynamoDB but to
+// claim the record that refuses it (the fake: calls Do but for that one),
+// or panics.
 func TestEveryDoorRefusesBeforeWriting(t *testing.T) {
-	for _, d := range doorRows() {
-		t.Run(d.name, func(t *testing.T) {
-			f := newFixture(t)
-			var runs atomic.Int32
-			call := d.make(f.store, func(ctx context.Context, scope, key string, body []byte) (int, string) {
-				runs.Add(1)
-				return 201, "made"
-			})
-			if a, err := call(k1); err != nil || a.status != 201 || runs.Load() != 1 {
-				t.Fatalf("k1 = %+v %v", a, err)
-			}
-			for _, r := range refusals {
-				t.Run(r.name, func(t *testing.T) {
-					if d.fn != nil && r.fnNA != "" {
-						t.Skip(r.fnNA)
-					}
-					before, ran := f.snapshot(), runs.Load()
-					f.db.Reset()
-					var a answer
-					var err error
-					func() {
-						defer func() {
-							if p := recover(); p != nil {
-								t.Fatalf("panicked: %v", p)
-							}
-						}()
-						a, err = call(r.c)
-					}()
-					switch {
-					case d.fn == nil:
-						if a.status != r.status || !strings.Contains(a.body, `"code":"`+r.code+`"`) {
-							t.Errorf("%d %s, want %d %s", a.status, a.body, r.status, r.code)
-						}
-					case d.fn.passThrough && r.fnPass:
-						if err != nil || a.status != 201 || runs.Load() != ran+1 {
-							t.Errorf("pass-through = %+v %v, want the handler's answer", a, err)
-						}
-						ran++
-					case !errors.Is(err, r.fn):
-						t.Errorf("error %v, want %v", err, r.fn)
-					}
-					if n := runs.Load() - ran; n != 0 {
-						t.Errorf("the handler ran %d times", n)
-					}
-					switch calls := f.db.Calls(); {
-					case r.reads && !maps.Equal(calls, map[string]int{"PutItem": 1}):
-						t.Errorf("DynamoDB calls %v, want the one claim that finds the record", calls)
-					case !r.reads && f.db.Total() != 0:
-						t.Errorf("DynamoDB calls %v, want none", calls)
-					}
-					if after := f.snapshot(); !reflect.DeepEqual(after, before) {
-						t.Errorf("the table changed:\n%v\nwas\n%v", after, before)
-					}
-					if d.fn == nil {
-						checkProblem(t, a.status, a.header["Content-Type"], []byte(a.body))
-					}
+	for _, engine := range []string{"DynamoDB Local", "fake"} {
+		for _, d := range doorRows() {
+			t.Run(engine+"/"+d.name, func(t *testing.T) {
+				var f *testbed.Fixture
+				var s idemlambda.Doer
+				fk := newFake()
+				if engine == "fake" {
+					s = fk
+				} else {
+					f = newFixture(t)
+					s = f.Store
+				}
+				var runs atomic.Int32
+				call := d.make(s, func(ctx context.Context, scope, key string, body []byte) (int, string) {
+					runs.Add(1)
+					return 201, "made"
 				})
-			}
-		})
+				if a, err := call(k1); err != nil || a.status != 201 || runs.Load() != 1 {
+					t.Fatalf("k1 = %+v %v", a, err)
+				}
+				for _, r := range refusals {
+					t.Run(r.name, func(t *testing.T) {
+						if d.fn && r.fnNA != "" {
+							t.Skip(r.fnNA)
+						}
+						var before []map[string]any
+						if f != nil {
+							before = snapshot(f)
+							f.DB.Reset()
+						}
+						ran := runs.Load()
+						fk.calls.Store(0)
+						var a answer
+						var err error
+						func() {
+							defer func() {
+								if p := recover(); p != nil {
+									t.Fatalf("panicked: %v", p)
+								}
+							}()
+							a, err = call(r.c)
+						}()
+						switch {
+						case !d.fn:
+							if a.status != r.status || !strings.Contains(a.body, `"code":"`+r.code+`"`) {
+								t.Errorf("%d %s, want %d %s", a.status, a.body, r.status, r.code)
+							}
+							checkProblem(t, a.status, a.header["Content-Type"], []byte(a.body))
+						case !errors.Is(err, r.fn):
+							t.Errorf("error %v, want %v", err, r.fn)
+						}
+						if n := runs.Load() - ran; n != 0 {
+							t.Errorf("the handler ran %d times", n)
+						}
+						if f == nil {
+							want := int32(0)
+							if r.reads || (d.fn && errors.Is(r.fn, idem.ErrInvalidKey)) {
+								want = 1 // the claim that finds k1; Function leaves the key's check to Do
+							}
+							if got := fk.calls.Load(); got != want {
+								t.Errorf("Do called %d times, want %d", got, want)
+							}
+							return
+						}
+						switch calls := f.DB.Calls(); {
+						case r.reads && !maps.Equal(calls, map[string]int{"PutItem": 1}):
+							t.Errorf("DynamoDB calls %v, want the one claim that finds the record", calls)
+						case !r.reads && f.DB.Total() != 0:
+							t.Errorf("DynamoDB calls %v, want none", calls)
+						}
+						if after := snapshot(f); !reflect.DeepEqual(after, before) {
+							t.Errorf("the table changed:\n%v\nwas\n%v", after, before)
+						}
+					})
+				}
+			})
+		}
 	}
 }

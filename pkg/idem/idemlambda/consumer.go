@@ -1,0 +1,140 @@
+package idemlambda
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+
+	"github.com/idemkeys/idem/pkg/idem"
+)
+
+// Event is what a consumer's handler gets: one event (an SQS message, an
+// EventBridge event, a function's input), the consumer's scope and the
+// event's id, its key.
+type Event[E any] struct {
+	Event      *E
+	Scope, Key string
+}
+
+// EventHandler is every consumer's handler (SQS, EventBridge): it adds the
+// event's writes to tx, which commit with its processed marker. An error,
+// or a panic, leaves the event unprocessed, to be delivered again; a panic
+// fails its own event only, as an error carrying the panic's value and
+// stack.
+type EventHandler[E any] func(ctx context.Context, ev Event[E], tx *idem.Tx) error
+
+// ConsumerOptions configure SQS, EventBridge and Function. The zero value
+// of each field means its default.
+type ConsumerOptions[E any] struct {
+	// Scope names the consumer: its keys are its own, so two consumers of
+	// one event each process it once. Required.
+	Scope string
+	// Key reads the event's id, its idempotency key. The default is SQS's
+	// messageId and EventBridge's id; Function has none and requires it.
+	// SQSAttribute reads a producer's id from a message attribute.
+	Key func(ev *E) (string, error)
+	// Fingerprint chooses what of the event makes two events with one id
+	// the same event, hashed as JSON. The default is an SQS message's
+	// body, an EventBridge event's source, detail type and detail, a
+	// function's whole input.
+	Fingerprint func(ev *E) any
+	// Atomic runs the handler with DoAtomic instead of Do.
+	Atomic bool
+	// PassThrough (Function only) runs the handler without idempotency for
+	// an input whose key is "", instead of failing with ErrNoKey; its
+	// writes to tx commit alone, in one transaction (idem.Store.Commit).
+	PassThrough bool
+	// Logger receives a line for each event that failed (default: none).
+	Logger *slog.Logger
+}
+
+// ErrNoKey is returned by Function's handler for an input whose Key is "".
+var ErrNoKey = errors.New("idem: event has no idempotency key")
+
+// consumer is a checked ConsumerOptions.
+type consumer[E any] struct {
+	ConsumerOptions[E]
+	kind string // the fingerprint's method: "SQS", "EVENT", "FUNCTION"
+	fp   func(ev *E) (route string, body []byte, isJSON bool, err error)
+}
+
+// newConsumer applies optFns and checks them: an option missing or out of
+// range panics here, with an error that matches idem.ErrInvalidOptions, as
+// every door does.
+func newConsumer[E any](door string, optFns []func(*ConsumerOptions[E])) *consumer[E] {
+	c := &consumer[E]{}
+	for _, fn := range optFns {
+		fn(&c.ConsumerOptions)
+	}
+	if c.Scope == "" || len(c.Scope) > idem.MaxScopeLength {
+		panic(fmt.Errorf("%w: %s: ConsumerOptions.Scope names the consumer (1 to %d bytes)", idem.ErrInvalidOptions, door, idem.MaxScopeLength))
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// process runs h once for ev under its id, as every consumer does.
+func (c *consumer[E]) process(ctx context.Context, s Doer, ev *E, h EventHandler[E]) error {
+	key, err := c.Key(ev)
+	if err != nil {
+		return err
+	}
+	if key == "" {
+		return ErrNoKey
+	}
+	fp, err := c.fingerprint(ev)
+	if err != nil {
+		return err
+	}
+	do := s.Do
+	if c.Atomic {
+		do = s.DoAtomic
+	}
+	_, err = do(ctx, idem.Request{Scope: c.Scope, Key: key, Fingerprint: fp}, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		if err := contained(func() error { return h(ctx, Event[E]{Event: ev, Scope: c.Scope, Key: key}, tx) }); err != nil {
+			return idem.Response{}, err
+		}
+		return idem.Response{StatusCode: http.StatusOK}, nil
+	})
+	// A replay is an event processed before: success. In progress means
+	// another delivery of it is being processed now: retry it later.
+	return err
+}
+
+// fingerprint is the event's digest: the door's own, or the option's
+// choice as JSON. The same id with another body is not a redelivery: it is
+// refused (to the dead-letter queue, in time) rather than skipped unseen.
+func (c *consumer[E]) fingerprint(ev *E) (string, error) {
+	if c.Fingerprint != nil {
+		what, err := json.Marshal(c.Fingerprint(ev))
+		if err != nil {
+			return "", fmt.Errorf("%w: %v", idem.ErrInvalidBody, err)
+		}
+		return idem.Fingerprint(c.kind, c.Scope, what, true)
+	}
+	route, body, isJSON, err := c.fp(ev)
+	if err != nil {
+		return "", err
+	}
+	return idem.Fingerprint(c.kind, route, body, isJSON)
+}
+
+// contained runs h, turning a panic into an error with the panic's value
+// and stack: a panicking event fails alone instead of taking its batch
+// down with it, and the Do around it lapses its lease as for any error.
+func contained(h func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("idem: the handler panicked: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return h()
+}
+
+func idemOptionsError(what string) error { return fmt.Errorf("%w: %s", idem.ErrInvalidOptions, what) }

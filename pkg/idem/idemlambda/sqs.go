@@ -1,0 +1,60 @@
+package idemlambda
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkeys/idem/pkg/idem"
+)
+
+// SQS wraps h for an SQS-triggered Lambda with ReportBatchItemFailures:
+// each message is processed once per id (its messageId unless
+// ConsumerOptions.Key says otherwise), its writes committed with its
+// processed marker in one transaction; a message processed before is
+// skipped; only the messages that failed are reported back, so the rest
+// of the batch is not redelivered. On a FIFO queue a failure also fails
+// the messages after it, which SQS must then redeliver in order. It panics
+// without ConsumerOptions.Scope.
+func SQS(s Doer, h EventHandler[events.SQSMessage], optFns ...func(*ConsumerOptions[events.SQSMessage])) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	c := newConsumer("SQS", optFns)
+	c.kind = "SQS"
+	if c.Key == nil {
+		c.Key = func(m *events.SQSMessage) (string, error) { return m.MessageId, nil }
+	}
+	c.fp = func(m *events.SQSMessage) (string, []byte, bool, error) { return c.Scope, []byte(m.Body), false, nil }
+	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		var resp events.SQSEventResponse
+		failed := false
+		for i := range ev.Records {
+			msg := &ev.Records[i]
+			if failed && strings.HasSuffix(msg.EventSourceARN, ".fifo") {
+				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: msg.MessageId})
+				continue
+			}
+			if err := c.process(ctx, s, msg, h); err != nil {
+				c.Logger.Warn("idem: message failed", "message_id", msg.MessageId, "error", err.Error())
+				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: msg.MessageId})
+				failed = true
+			}
+		}
+		return resp, nil
+	}
+}
+
+// SQSAttribute reads the event's id from a message attribute (a String)
+// that holds the producer's event id, for ConsumerOptions.Key. SQS keeps a
+// messageId across redeliveries of one message, but a producer that sends
+// an event twice (a retried send) makes two messages of it: only the
+// producer's id says they are the same event.
+func SQSAttribute(name string) func(*events.SQSMessage) (string, error) {
+	return func(m *events.SQSMessage) (string, error) {
+		a, ok := m.MessageAttributes[name]
+		if !ok || a.StringValue == nil || *a.StringValue == "" {
+			return "", fmt.Errorf("%w: message has no %s attribute", idem.ErrInvalidKey, name)
+		}
+		return *a.StringValue, nil
+	}
+}

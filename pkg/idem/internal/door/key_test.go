@@ -1,0 +1,52 @@
+package door_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/idemhttp"
+)
+
+func TestParseKey(t *testing.T) {
+	cases := []struct {
+		header string
+		want   string // "" means an error
+	}{
+		{"8e03978e-40d5-43e8-bc93-6894a57f9324", "8e03978e-40d5-43e8-bc93-6894a57f9324"},
+		{`"8e03978e-40d5-43e8-bc93-6894a57f9324"`, "8e03978e-40d5-43e8-bc93-6894a57f9324"},
+		{"  padded\t", "padded"},
+		{`"with \"quote\" and \\ slash"`, `with "quote" and \ slash`},
+		{`"a#b:c"`, "a#b:c"},
+		{strings.Repeat("k", 255), strings.Repeat("k", 255)},
+		{"", ""},
+		{`""`, ""},
+		{"   ", ""},
+		{strings.Repeat("k", 256), ""},
+		{"bad\x00null", ""},
+		{"tab\tinside", ""},
+		{"del\x7f", ""},
+		{"ünïcode", ""},
+		{`"unterminated`, ""},
+		{`"bad \n escape"`, ""},
+		{`"two" "keys"`, ""},
+		// A repeated header arrives comma-joined: several keys are a 400.
+		{"k1,k2", ""},
+		{"k1, k1", ""},
+		{`"k1", "k2"`, ""},
+		{`"a,b"`, "a,b"}, // one key with a comma travels quoted
+	}
+	for _, tc := range cases {
+		got, err := idemhttp.ParseKey(tc.header)
+		if tc.want == "" {
+			if !errors.Is(err, idem.ErrInvalidKey) {
+				t.Errorf("ParseKey(%q) = %q, %v; want ErrInvalidKey", tc.header, got, err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("ParseKey(%q) = %q, %v; want %q", tc.header, got, err, tc.want)
+		}
+	}
+}
