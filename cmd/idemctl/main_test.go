@@ -91,7 +91,7 @@ func TestLapseAndDeleteAreRefusedOrLoggedAsTheyShouldBe(t *testing.T) {
 	err := c.do("bob", "k-1", func(context.Context, *idem.Tx) (idem.Response, error) {
 		_, inProgress, _ = c.run("show", "-scope", "bob", "-key", "k-1")
 		code, out, errs := c.run("delete", "-scope", "bob", "-key", "k-1", "-completed", "-reason", "x")
-		if code != 1 || !strings.Contains(errs, "not completed") {
+		if code != 1 || !strings.Contains(errs, "in progress; lapse it instead") {
 			t.Errorf("delete in progress = %d %s %s", code, out, errs)
 		}
 		if code, _, errs := c.run("lapse", "-scope", "bob", "-key", "k-1", "-reason", "holder's Lambda timed out"); code != 0 {

@@ -83,6 +83,10 @@ func (f *fake) Do(ctx context.Context, req idem.Request, work idem.Work) (idem.R
 	return idem.Result{Response: resp}, nil
 }
 
+// Commit is the keyless path (idemlambda.Function's PassThrough): the fake
+// keeps no business items, so there is nothing to write.
+func (f *fake) Commit(context.Context, *idem.Tx) (*idem.Response, error) { return nil, nil }
+
 func (f *fake) DoAtomic(ctx context.Context, req idem.Request, work idem.Work) (idem.Result, error) {
 	return f.Do(ctx, req, work)
 }

@@ -146,7 +146,11 @@ type fnEvent struct {
 // the consumer's (ConsumerOptions.Scope, "" refused when it is built), its
 // keys the event's key; Function's error comes back as the error, and a
 // door that panics when it is built as its error too.
-func fnDriver(s idemlambda.Doer, w work) func(doorCall) (answer, error) {
+func fnDriver(passThrough bool) func(s idemlambda.Doer, w work) func(doorCall) (answer, error) {
+	return func(s idemlambda.Doer, w work) func(doorCall) (answer, error) { return fnCall(s, w, passThrough) }
+}
+
+func fnCall(s idemlambda.Doer, w work, passThrough bool) func(doorCall) (answer, error) {
 	type out struct {
 		Status int    `json:"status"`
 		Body   string `json:"body"`
@@ -161,7 +165,7 @@ func fnDriver(s idemlambda.Doer, w work) func(doorCall) (answer, error) {
 			st, b := w(ctx, ev.Scope, ev.Key, ev.Event.Body)
 			return out{st, b}, nil
 		}, func(o *idemlambda.ConsumerOptions[fnEvent]) {
-			o.Scope = c.scope
+			o.Scope, o.PassThrough = c.scope, passThrough
 			o.Key = func(in *fnEvent) (string, error) { return in.Key, nil }
 		})
 		r, err := h(context.Background(), fnEvent{Key: strings.Join(c.keys, ","), Body: json.RawMessage(c.body)})
@@ -178,10 +182,12 @@ type refusal struct {
 	status int
 	code   string
 	reads  bool // the record that refuses it is read (the 422): one Do, no other call
-	// fn is Function's error; fnNA, why the request cannot reach a
-	// Function at all.
-	fn   error
-	fnNA string
+	// fn is Function's error; fnPass, that with PassThrough the handler
+	// runs instead (and writes no record); fnNA, why the request cannot
+	// reach a Function at all.
+	fn     error
+	fnPass bool
+	fnNA   string
 }
 
 // k1 is stored before the refusals, for the 422.
@@ -189,8 +195,8 @@ var k1 = doorCall{"alice", []string{"k1"}, `{"a":1}`}
 
 var refusals = []refusal{
 	{name: "no identity (a client-set scope header is ignored)", c: doorCall{"", []string{"n1"}, `{}`}, status: 401, code: "unauthenticated", fn: idem.ErrInvalidOptions},
-	{name: "no key", c: doorCall{"alice", nil, `{}`}, status: 400, code: "idempotency_key_missing", fn: idemlambda.ErrNoKey},
-	{name: "an empty key", c: doorCall{"alice", []string{""}, `{}`}, status: 400, code: "idempotency_key_invalid", fn: idemlambda.ErrNoKey},
+	{name: "no key", c: doorCall{"alice", nil, `{}`}, status: 400, code: "idempotency_key_missing", fn: idemlambda.ErrNoKey, fnPass: true},
+	{name: "an empty key", c: doorCall{"alice", []string{""}, `{}`}, status: 400, code: "idempotency_key_invalid", fn: idemlambda.ErrNoKey, fnPass: true},
 	{name: "several keys", c: doorCall{"alice", []string{"n1", "n2"}, `{}`}, status: 400, code: "idempotency_key_invalid",
 		fnNA: "an event's key is one value (ConsumerOptions.Key), not a header that repeats"},
 	{name: "a key of 256 bytes", c: doorCall{"alice", []string{strings.Repeat("k", 256)}, `{}`}, status: 400, code: "idempotency_key_invalid", fn: idem.ErrInvalidKey},
@@ -204,7 +210,7 @@ var refusals = []refusal{
 // The table below walks every door the packages export: one a test does
 // not know is a failure here, not a door left uncovered.
 func TestEveryDoorIsInTheRefusalTable(t *testing.T) {
-	covered := []string{"idemlambda.Function"}
+	covered := []string{"idemlambda.Function", "idemlambda.Function"}
 	for _, d := range drivers {
 		covered = append(covered, d.door)
 	}
@@ -224,20 +230,21 @@ func TestEveryDoorIsInTheRefusalTable(t *testing.T) {
 // doorRow is one door as the tests that walk every door drive it: an HTTP
 // driver, whose error is always nil, or Function.
 type doorRow struct {
-	name string
-	fn   bool
-	make func(s idemlambda.Doer, w work) func(doorCall) (answer, error)
+	name        string
+	fn          bool
+	passThrough bool
+	make        func(s idemlambda.Doer, w work) func(doorCall) (answer, error)
 }
 
 func doorRows() []doorRow {
 	var rows []doorRow
 	for _, d := range drivers {
-		rows = append(rows, doorRow{d.name, false, func(s idemlambda.Doer, w work) func(doorCall) (answer, error) {
+		rows = append(rows, doorRow{d.name, false, false, func(s idemlambda.Doer, w work) func(doorCall) (answer, error) {
 			call := d.make(s, w)
 			return func(c doorCall) (answer, error) { return call(c), nil }
 		}})
 	}
-	return append(rows, doorRow{"Function", true, fnDriver})
+	return append(rows, doorRow{"Function", true, false, fnDriver(false)}, doorRow{"Function, pass-through", true, true, fnDriver(true)})
 }
 
 // snapshot is every item of the idempotency table, decoded.
@@ -259,7 +266,8 @@ func snapshot(f *testbed.Fixture) []map[string]any {
 
 // Every door × every refusal, on DynamoDB Local and on the fake: an HTTP
 // door answers problem details with the status and code, Function its
-// error; none runs the handler, writes to the table, calls DynamoDB but to
+// error (or, with PassThrough and no key, runs the handler bare); none
+// runs the handler, writes to the table, calls DynamoDB but to
 // claim the record that refuses it (the fake: calls Do but for that one),
 // or panics.
 func TestEveryDoorRefusesBeforeWriting(t *testing.T) {
@@ -311,6 +319,11 @@ func TestEveryDoorRefusesBeforeWriting(t *testing.T) {
 								t.Errorf("%d %s, want %d %s", a.status, a.body, r.status, r.code)
 							}
 							checkProblem(t, a.status, a.header["Content-Type"], []byte(a.body))
+						case d.passThrough && r.fnPass:
+							if err != nil || a.status != 201 || runs.Load() != ran+1 {
+								t.Errorf("pass-through = %+v %v, want the handler's answer", a, err)
+							}
+							ran++
 						case !errors.Is(err, r.fn):
 							t.Errorf("error %v, want %v", err, r.fn)
 						}
