@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemkeys/idem/local/template"
 	"github.com/idemkeys/idem/local/template/templatetest"
+	"github.com/idemkeys/idem/pkg/idem"
 )
 
 func load(t *testing.T) (string, *template.Template) {
@@ -49,9 +50,9 @@ func TestOnlyTheIdempotencyTableExpiresItems(t *testing.T) {
 	for _, tb := range tables {
 		want := ""
 		if tb.LogicalID == "IdempotencyTable" {
-			want = "expires_at"
-			if len(tb.KeySchema) != 1 || aws.ToString(tb.KeySchema[0].AttributeName) != "pk" {
-				t.Errorf("IdempotencyTable key %v, the code writes %q", tb.KeySchema, "pk")
+			want = idem.AttrExpiresAt
+			if len(tb.KeySchema) != 1 || aws.ToString(tb.KeySchema[0].AttributeName) != idem.AttrPK {
+				t.Errorf("IdempotencyTable key %v, the code writes %q", tb.KeySchema, idem.AttrPK)
 			}
 		}
 		if tb.TTLAttribute != want {

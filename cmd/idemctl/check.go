@@ -80,12 +80,6 @@ func unsupported(err error) bool {
 	return errors.As(err, &ae) && ae.ErrorCode() == "UnknownOperationException"
 }
 
-// The table's shape as idem.New documents it.
-const (
-	hashKey      = "pk"
-	ttlAttribute = "expires_at"
-)
-
 // replicaProblem is why idem.CheckSingleRegion refuses the table described
 // by t, or "" when it does not.
 func replicaProblem(t *types.TableDescription) string {
@@ -108,15 +102,15 @@ func findings(t *types.TableDescription, ttl *types.TimeToLiveDescription, b *ty
 	add := func(what, problem string) { out = append(out, finding{what, problem}) }
 
 	key := fmt.Sprintf("key schema %v", keyNames(t))
-	if len(t.KeySchema) != 1 || aws.ToString(t.KeySchema[0].AttributeName) != hashKey || attrType(t, hashKey) != types.ScalarAttributeTypeS {
-		add(key, "want only the hash key "+hashKey+" (string)")
+	if len(t.KeySchema) != 1 || aws.ToString(t.KeySchema[0].AttributeName) != idem.AttrPK || attrType(t, idem.AttrPK) != types.ScalarAttributeTypeS {
+		add(key, "want only the hash key "+idem.AttrPK+" (string)")
 	} else {
-		add("hash key "+hashKey+" (string)", "")
+		add("hash key "+idem.AttrPK+" (string)", "")
 	}
-	if ttl == nil || ttl.TimeToLiveStatus != types.TimeToLiveStatusEnabled || aws.ToString(ttl.AttributeName) != ttlAttribute {
-		add("TTL on "+ttlAttribute, "not enabled: expired records are never deleted (the protocol still ignores them)")
+	if ttl == nil || ttl.TimeToLiveStatus != types.TimeToLiveStatusEnabled || aws.ToString(ttl.AttributeName) != idem.AttrExpiresAt {
+		add("TTL on "+idem.AttrExpiresAt, "not enabled: expired records are never deleted (the protocol still ignores them)")
 	} else {
-		add("TTL on "+ttlAttribute, "")
+		add("TTL on "+idem.AttrExpiresAt, "")
 	}
 	if t.BillingModeSummary == nil || t.BillingModeSummary.BillingMode != types.BillingModePayPerRequest {
 		add("on-demand billing", "provisioned: a burst of retries is throttled, and a throttled commit is a 5xx")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/idemkeys/idem/pkg/idem"
 )
 
 // Fill writes n completed idempotency records (keys "fill:k0" onwards in
@@ -51,7 +52,7 @@ func fillBatch(db *dynamodb.Client, table, exp string, from, to int) error {
 	reqs := make([]types.WriteRequest, 0, to-from)
 	for j := from; j < to; j++ {
 		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
-			"pk":          &types.AttributeValueMemberS{Value: "4:fill:k" + strconv.Itoa(j)},
+			idem.AttrPK:   &types.AttributeValueMemberS{Value: "4:fill:k" + strconv.Itoa(j)},
 			"status":      &types.AttributeValueMemberS{Value: "COMPLETED"},
 			"fingerprint": &types.AttributeValueMemberS{Value: "v1:x"},
 			"expires_at":  &types.AttributeValueMemberN{Value: exp},

@@ -137,7 +137,7 @@ func (s *Store) Delete(ctx context.Context, rec *KeyRecord, reason string) error
 	del := &dynamodb.TransactWriteItemsInput{
 		TransactItems: []types.TransactWriteItem{{Delete: &types.Delete{
 			TableName:                &s.table,
-			Key:                      map[string]types.AttributeValue{attrPK: &types.AttributeValueMemberS{Value: rec.pk}},
+			Key:                      map[string]types.AttributeValue{AttrPK: &types.AttributeValueMemberS{Value: rec.pk}},
 			ConditionExpression:      aws.String(condCompletedAsRead),
 			ExpressionAttributeNames: map[string]string{"#status": attrStatus},
 			ExpressionAttributeValues: map[string]types.AttributeValue{

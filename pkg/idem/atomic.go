@@ -89,7 +89,7 @@ func (s *Store) settleAtomic(ctx context.Context, cp completion, cause error) ou
 		return outcome{err: fmt.Errorf("idem: commit outcome unknown (it may still land), and it could not be handed back: %v", errors.Join(cause, err))}
 	case handed:
 		return outcome{err: fmt.Errorf("idem: commit failed, nothing written; the key is handed back to the request with a lapsed lease: %w", cause)}
-	case r != nil && r.Status == StatusCompleted && r.LeaseToken == cp.token:
+	case r != nil && r.Status == statusCompleted && r.LeaseToken == cp.token:
 		return outcome{res: Result{Response: r.response()}}
 	}
 	return outcome{lost: true, seen: r}

@@ -114,7 +114,7 @@ func (s *Store) handBack(ctx context.Context, pk string, claim *types.Put) (hand
 	item := maps.Clone(claim.Item)
 	delete(item, attrResponse)
 	delete(item, attrCompletedAt)
-	item[attrStatus] = &types.AttributeValueMemberS{Value: StatusInProgress}
+	item[attrStatus] = &types.AttributeValueMemberS{Value: statusInProgress}
 	item[attrLeaseUntil] = number(0)
 	item[attrLeaseToken] = &types.AttributeValueMemberS{Value: lapsedToken(tok)}
 	put := &types.Put{
@@ -138,7 +138,7 @@ func (s *Store) handBack(ctx context.Context, pk string, claim *types.Put) (hand
 	}
 	if ccf := conditionFailed(err); ccf != nil {
 		found, err = s.seen(hctx, pk, ccf.Item)
-		if found != nil && found.Status == StatusInProgress && found.LeaseToken == lapsedToken(tok) {
+		if found != nil && found.Status == statusInProgress && found.LeaseToken == lapsedToken(tok) {
 			return true, nil, err // an earlier send of this hand-back landed
 		}
 		return false, found, err
@@ -220,7 +220,7 @@ func (s *Store) seen(ctx context.Context, pk string, item map[string]types.Attri
 func (s *Store) read(ctx context.Context, pk string) (*record, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      &s.table,
-		Key:            map[string]types.AttributeValue{attrPK: &types.AttributeValueMemberS{Value: pk}},
+		Key:            map[string]types.AttributeValue{AttrPK: &types.AttributeValueMemberS{Value: pk}},
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {

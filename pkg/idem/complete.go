@@ -112,7 +112,7 @@ func (s *Store) complete(item map[string]types.AttributeValue) {
 	})
 	v.status.Value = statusCompleted
 	numbers(v.n[:], now.UnixMilli(), now.Add(s.opts.TTL).Unix())
-	item[attrStatus], item[attrCompletedAt], item[attrExpiresAt] = &v.status, &v.n[0], &v.n[1]
+	item[attrStatus], item[attrCompletedAt], item[AttrExpiresAt] = &v.status, &v.n[0], &v.n[1]
 }
 
 // maxConflictRetries bounds the retries of a write that meets a transaction

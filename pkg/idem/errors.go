@@ -56,11 +56,10 @@ var (
 	// (AccessDeniedException, an unrecognised client). A refused claim is a
 	// definite failure; a refused commit is settled like any unknown
 	// outcome first, and is ErrMisconfigured only where the settling lapse
-	// shows nothing landed, or is refused for the table too.
+	// shows nothing landed, or is refused for the table too. It is also
+	// what CheckSingleRegion returns for a table with replicas in other
+	// Regions.
 	ErrMisconfigured = errors.New("idem: the idempotency table cannot be used as configured")
-	// ErrReplicatedTable is returned by CheckSingleRegion for a table with
-	// replicas in other Regions.
-	ErrReplicatedTable = errors.New("idem: the idempotency table is replicated to other Regions")
 
 	// ErrNoRecord is returned by the operator's calls when the table holds
 	// no live record for the key.

@@ -80,8 +80,8 @@ type Store struct {
 var tableName = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
 
 // New returns a Store on table, whose hash key must be the string attribute
-// "pk", with TTL on the attribute "expires_at" (on-demand capacity, no sort
-// key, no other index). It makes no call.
+// AttrPK, with TTL on AttrExpiresAt (on-demand capacity, no sort key). It
+// makes no call.
 func New(db DynamoDBAPI, table string, optFns ...func(*Options)) (*Store, error) {
 	if db == nil {
 		return nil, fmt.Errorf("%w: nil DynamoDB client", ErrInvalidOptions)

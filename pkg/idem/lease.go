@@ -103,7 +103,7 @@ func (s *Store) lapse(ctx context.Context, pk, token string) (lapsed bool, found
 	err = retryConflicts(ctx, func(int) error {
 		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                &s.table,
-			Key:                      map[string]types.AttributeValue{attrPK: &types.AttributeValueMemberS{Value: pk}},
+			Key:                      map[string]types.AttributeValue{AttrPK: &types.AttributeValueMemberS{Value: pk}},
 			UpdateExpression:         exprLapse,
 			ConditionExpression:      exprLease,
 			ExpressionAttributeNames: namesStatus,

@@ -147,7 +147,7 @@ func checkDistinctItems(table string, record *types.Put, writes []queued) error 
 	var buf [8]target            // on the stack for a transaction of a few writes
 	targets, first := buf[:0], 0 // first: the index of write 0 in targets
 	if record != nil {
-		targets, first = append(targets, target{table: table, key: map[string]types.AttributeValue{attrPK: record.Item[attrPK]}}), 1
+		targets, first = append(targets, target{table: table, key: map[string]types.AttributeValue{AttrPK: record.Item[AttrPK]}}), 1
 	}
 	for _, w := range writes {
 		targets = append(targets, targetOf(w.Item))

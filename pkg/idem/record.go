@@ -9,12 +9,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// Attribute names of the idempotency record. The table's hash key is "pk"
-// and its TTL attribute is "expires_at", as New's documentation says;
-// template.yaml must agree, and a test checks that it does.
+// Attribute names of the idempotency record. The table's hash key is AttrPK
+// (a string) and its TTL attribute AttrExpiresAt; template.yaml must agree,
+// and a test checks that it does.
 const (
-	attrPK          = "pk"
-	attrExpiresAt   = "expires_at"
+	AttrPK          = "pk"
+	AttrExpiresAt   = "expires_at"
 	attrScope       = "scope"
 	attrKey         = "key"
 	attrFingerprint = "fingerprint"
@@ -93,14 +93,14 @@ func (r *record) item() map[string]types.AttributeValue {
 		n [5]types.AttributeValueMemberN
 	})
 	for i, a := range [...]struct{ name, value string }{
-		{attrPK, r.PK}, {attrScope, r.Scope}, {attrKey, r.Key},
+		{AttrPK, r.PK}, {attrScope, r.Scope}, {attrKey, r.Key},
 		{attrFingerprint, r.Fingerprint}, {attrStatus, r.Status}, {attrLeaseToken, r.LeaseToken},
 	} {
 		v.s[i].Value = a.value
 		m[a.name] = &v.s[i]
 	}
 	numbers(v.n[:], r.LeaseUntil, r.ExpiresAt, int64(r.Attempts), r.CreatedAt, r.CompletedAt)
-	m[attrLeaseUntil], m[attrExpiresAt], m[attrAttempts], m[attrCreatedAt] = &v.n[0], &v.n[1], &v.n[2], &v.n[3]
+	m[attrLeaseUntil], m[AttrExpiresAt], m[attrAttempts], m[attrCreatedAt] = &v.n[0], &v.n[1], &v.n[2], &v.n[3]
 	if r.CompletedAt != 0 {
 		m[attrCompletedAt] = &v.n[4]
 	}

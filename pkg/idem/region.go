@@ -41,7 +41,7 @@ func replicaProblem(t *types.TableDescription) string {
 }
 
 // CheckSingleRegion describes the table once and fails with
-// ErrReplicatedTable if it has replicas in other Regions. The functions call
+// ErrMisconfigured if it has replicas in other Regions. The functions call
 // it at cold start; New makes no call of its own. Route each key to one
 // home Region's own table instead (see DESIGN.md, "Across Regions").
 func CheckSingleRegion(ctx context.Context, d TableDescriber, table string) error {
@@ -52,7 +52,7 @@ func CheckSingleRegion(ctx context.Context, d TableDescriber, table string) erro
 		return fmt.Errorf("idem: describe table %s: %w", table, err)
 	}
 	if p := replicaProblem(out.Table); p != "" {
-		return fmt.Errorf("%w: %s: %s", ErrReplicatedTable, table, p)
+		return fmt.Errorf("%w: %s is replicated to other Regions: %s", ErrMisconfigured, table, p)
 	}
 	return nil
 }

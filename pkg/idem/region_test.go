@@ -29,8 +29,8 @@ func TestCheckSingleRegionRefusesGlobalTables(t *testing.T) {
 		"legacy": {GlobalTableVersion: aws.String("2017.11.29")},
 	} {
 		d := described(tc)
-		if err := idem.CheckSingleRegion(context.Background(), &d, "idem"); !errors.Is(err, idem.ErrReplicatedTable) {
-			t.Errorf("%s: %v, want ErrReplicatedTable", name, err)
+		if err := idem.CheckSingleRegion(context.Background(), &d, "idem"); !errors.Is(err, idem.ErrMisconfigured) {
+			t.Errorf("%s: %v, want ErrMisconfigured", name, err)
 		}
 	}
 }

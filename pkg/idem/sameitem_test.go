@@ -41,7 +41,7 @@ func TestTwoWritesToOneItemAreRefusedBeforeAnyWrite(t *testing.T) {
 		{"a write to the idempotency record itself", func(f *fixture) []types.TransactWriteItem {
 			return []types.TransactWriteItem{{ConditionCheck: &types.ConditionCheck{
 				TableName:           aws.String(f.Table),
-				Key:                 map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: idem.RecordPK("alice", "k1")}},
+				Key:                 map[string]types.AttributeValue{idem.AttrPK: &types.AttributeValueMemberS{Value: idem.RecordPK("alice", "k1")}},
 				ConditionExpression: aws.String("attribute_exists(pk)"),
 			}}}
 		}},

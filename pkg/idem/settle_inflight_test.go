@@ -67,8 +67,8 @@ func (e *inFlightTx) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInpu
 // definite failure is never followed by its commit.)
 func TestSettleWaitsOutTheCommitInFlight(t *testing.T) {
 	f := newFixture(t)
-	db := newInFlightTx(f.db, 300*time.Millisecond)
-	s, err := idem.New(db, f.table, func(o *idem.Options) { o.Clock = f.clock.Now })
+	db := newInFlightTx(f.DB, 300*time.Millisecond)
+	s, err := idem.New(db, f.Table, func(o *idem.Options) { o.Clock = f.Clock.Now })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestSettleWaitsOutTheCommitInFlight(t *testing.T) {
 	if err != nil || res.Response.StatusCode != 201 || runs.Load() != 1 {
 		t.Fatalf("Do = %+v, %v after %d runs; want the committed 201 (the commit landed)", res, err, runs.Load())
 	}
-	if f.order("alice", "o1") == nil || str(f.record("alice", "k1"), "status") != idem.StatusCompleted {
+	if f.Order("alice", "o1") == nil || str(f.Record("alice", "k1"), "status") != "COMPLETED" {
 		t.Fatal("the answer says committed, the table does not")
 	}
 }
@@ -102,7 +102,7 @@ func TestLateClaimAfterItsHandBackNeverLands(t *testing.T) {
 	}
 	proxy.Landed() // the claim's three sends reach the engine now
 	mustInject(t, proxy, faultproxy.LandLate, 3)
-	f.lapsed("alice", "k1", r.Fingerprint)
+	f.Lapsed("alice", "k1", r.Fingerprint)
 	res, err := store.Do(context.Background(), r, f.createOrder("alice", "o1", &runs))
 	if err != nil || res.Response.StatusCode != 201 || runs.Load() != 1 {
 		t.Fatalf("retry = %+v, %v after %d runs; want it to take over at once and run", res, err, runs.Load())
@@ -131,7 +131,7 @@ func TestAtomicLateCommitAfterItsSettlingNeverLands(t *testing.T) {
 	if n := f.orders("alice"); n != 0 {
 		t.Fatalf("%d orders written after DoAtomic answered that nothing was", n)
 	}
-	f.lapsed("alice", "k1", r.Fingerprint)
+	f.Lapsed("alice", "k1", r.Fingerprint)
 	res, err := store.DoAtomic(context.Background(), r, f.newOrder("alice", &runs))
 	if err != nil || res.Response.StatusCode != 201 || res.Replayed || f.orders("alice") != 1 {
 		t.Fatalf("retry = %+v, %v, %d orders; want it to take over and commit once", res, err, f.orders("alice"))

@@ -68,9 +68,9 @@ func (s scenario) run(t *testing.T, failFirst bool) outcome {
 		o.record = "none"
 	case rerr != nil:
 		t.Fatal(rerr)
-	case rec.Status == idem.StatusInProgress && rec.LeaseUntil.IsZero():
+	case rec.Status == "IN_PROGRESS" && rec.LeaseUntil.IsZero():
 		o.record = "lapsed"
-	case rec.Status == idem.StatusInProgress:
+	case rec.Status == "IN_PROGRESS":
 		o.record = "in progress"
 	default:
 		o.record = "completed"

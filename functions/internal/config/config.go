@@ -62,7 +62,7 @@ func Store(ctx context.Context, db *dynamodb.Client, log *slog.Logger, optFns ..
 		return nil, err
 	}
 	// A global table breaks the guarantee: refuse to start on one.
-	if err := idem.CheckSingleRegion(ctx, db, table); errors.Is(err, idem.ErrReplicatedTable) {
+	if err := idem.CheckSingleRegion(ctx, db, table); errors.Is(err, idem.ErrMisconfigured) {
 		return nil, err
 	} else if err != nil {
 		log.Warn("idem: could not check that the idempotency table is in one Region", "table", table, "error", err.Error())

@@ -259,7 +259,7 @@ func snapshot(f *testbed.Fixture) []map[string]any {
 		f.T.Fatal(err)
 	}
 	slices.SortFunc(items, func(a, b map[string]any) int {
-		return strings.Compare(a["pk"].(string), b["pk"].(string))
+		return strings.Compare(a[idem.AttrPK].(string), b[idem.AttrPK].(string))
 	})
 	return items
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/idemkeys/idem/pkg/idem"
 )
 
 // Memory is an in-memory stand-in for DynamoDB that answers the library's
@@ -22,7 +23,7 @@ type Memory struct {
 }
 
 func pkOf(item map[string]types.AttributeValue) string {
-	return item["pk"].(*types.AttributeValueMemberS).Value
+	return item[idem.AttrPK].(*types.AttributeValueMemberS).Value
 }
 
 func (m *Memory) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {

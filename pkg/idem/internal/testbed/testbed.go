@@ -119,7 +119,7 @@ func (f *Fixture) Record(scope, key string) map[string]types.AttributeValue {
 	f.T.Helper()
 	out, err := f.Raw.GetItem(context.Background(), &dynamodb.GetItemInput{
 		TableName:      aws.String(f.Table),
-		Key:            map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: strconv.Itoa(len(scope)) + ":" + scope + ":" + key}},
+		Key:            map[string]types.AttributeValue{idem.AttrPK: &types.AttributeValueMemberS{Value: strconv.Itoa(len(scope)) + ":" + scope + ":" + key}},
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
