@@ -57,6 +57,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		o.Log = slog.New(slog.NewTextHandler(stdout, nil))
 	}
 	if err := serve(ctx, o, *envFile, stdout); err != nil {
+		if ctx.Err() != nil { // stopped while starting: what had started is down
+			fmt.Fprintln(stdout, "\n• stopped before it was ready; bye")
+			return 0
+		}
 		fmt.Fprintln(stderr, "run:", err)
 		return 1
 	}

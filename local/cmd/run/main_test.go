@@ -21,17 +21,27 @@ func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
 
 // TestStopsCleanlyOnInterruptOrTerminate runs the command as make run does,
 // on the functions built for it and this package's engine, waits for
-// "Ready", and stops it with SIGINT (what Ctrl-C sends) and with SIGTERM:
-// each time it exits 0, its last line is the goodbye, it wrote nothing to
-// stderr, and the API no longer answers.
+// "Ready", and stops it with SIGINT (what Ctrl-C sends) and with SIGTERM,
+// and once with SIGINT while it starts: each time it exits 0, its last line
+// is a goodbye, it wrote nothing to stderr, and the API no longer answers.
 func TestStopsCleanlyOnInterruptOrTerminate(t *testing.T) {
 	_, bin := templatetest.Built(t)
 	cmd := filepath.Join(t.TempDir(), "run")
 	if out, err := exec.Command("go", "build", "-o", cmd, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
-		t.Run(sig.String(), func(t *testing.T) {
+	cases := []struct {
+		name    string
+		sig     syscall.Signal
+		waitFor string // the line after which the signal is sent
+	}{
+		{"Ctrl-C when ready", syscall.SIGINT, "Ready: http://"},
+		{"SIGTERM when ready", syscall.SIGTERM, "Ready: http://"},
+		{"Ctrl-C while starting", syscall.SIGINT, "• local DynamoDB engine: starting…"}, // a goodbye all the same
+	}
+	for _, tc := range cases {
+		sig := tc.sig
+		t.Run(tc.name, func(t *testing.T) {
 			suffix := strings.ToLower(rand.Text()[:6])
 			env := filepath.Join("local", ".run", "stack-test-"+suffix+".env")
 			c := exec.Command(cmd, "-quiet", "-api", "127.0.0.1:0", "-provider", "127.0.0.1:0",
@@ -47,16 +57,17 @@ func TestStopsCleanlyOnInterruptOrTerminate(t *testing.T) {
 			}
 			defer c.Process.Kill()
 			var lines []string
-			api := ""
+			api, seen := "", false
 			sc := bufio.NewScanner(stdout)
-			for api == "" && sc.Scan() {
+			for !seen && sc.Scan() {
 				lines = append(lines, sc.Text())
+				seen = strings.HasPrefix(sc.Text(), tc.waitFor)
 				if url, ok := strings.CutPrefix(sc.Text(), "Ready: http://"); ok {
 					api = url
 				}
 			}
-			if api == "" {
-				t.Fatalf("no Ready line:\n%s\nstderr: %s", strings.Join(lines, "\n"), stderr.String())
+			if !seen {
+				t.Fatalf("no line %q:\n%s\nstderr: %s", tc.waitFor, strings.Join(lines, "\n"), stderr.String())
 			}
 			if err := c.Process.Signal(sig); err != nil {
 				t.Fatal(err)
@@ -72,8 +83,11 @@ func TestStopsCleanlyOnInterruptOrTerminate(t *testing.T) {
 				t.Fatal("still running 30s after the signal")
 			}
 			last := lines[len(lines)-1]
-			if err != nil || stderr.Len() > 0 || !strings.HasPrefix(last, "• stopped:") {
+			if err != nil || stderr.Len() > 0 || !strings.HasPrefix(last, "• stopped") {
 				t.Fatalf("after %v: %v, stderr %q, last line %q; want exit 0, nothing on stderr, the goodbye", sig, err, stderr.String(), last)
+			}
+			if api == "" {
+				return // stopped before it served
 			}
 			if conn, err := net.DialTimeout("tcp", api, time.Second); err == nil {
 				conn.Close()
