@@ -2,43 +2,31 @@ package idem_test
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log"
-	"os"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idemtest"
 )
 
-// exampleTables makes an idempotency table and an orders table on the local
-// engine. In a Lambda they come from template.yaml, their names from the
-// environment, and the client from dynamodb.NewFromConfig.
-func exampleTables() (db *dynamodb.Client, table, orders string) {
-	db = dynamo.NewClient(os.Getenv(dynamo.EndpointEnv))
-	suffix := strings.ToLower(rand.Text()[:8])
-	for _, id := range []string{"IdempotencyTable", "OrdersTable"} {
-		def, err := dynamo.ProjectTable(id)
-		if err != nil {
-			log.Fatal(err)
-		}
-		if err := def.Create(context.Background(), db, "example-"+id+"-"+suffix); err != nil {
-			log.Fatal(err)
-		}
-	}
-	return db, "example-IdempotencyTable-" + suffix, "example-OrdersTable-" + suffix
-}
-
 func ExampleStore_Do() {
-	db, table, orders := exampleTables()
-	store, err := idem.New(db, table)
+	ctx := context.Background()
+	// In a Lambda: idem.New(dynamodb.NewFromConfig(cfg), os.Getenv("IDEMPOTENCY_TABLE")).
+	store, db, err := idemtest.Open(ctx)
 	if err != nil {
+		log.Fatal(err)
+	}
+	// The work's own table; in a deployment, one of the template's.
+	orders := "orders-do"
+	if _, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String(orders), BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("order_id"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("order_id"), KeyType: types.KeyTypeHash}},
+	}); err != nil {
 		log.Fatal(err)
 	}
 	fp, _ := idem.Fingerprint("POST", "/orders", []byte(`{"sku":"tea","qty":2}`), true)
@@ -49,7 +37,6 @@ func ExampleStore_Do() {
 		tx.Add(types.TransactWriteItem{Put: &types.Put{
 			TableName: aws.String(orders),
 			Item: map[string]types.AttributeValue{
-				"scope":    &types.AttributeValueMemberS{Value: "user-42"},
 				"order_id": &types.AttributeValueMemberS{Value: "ord_1"},
 			},
 		}}, nil)
@@ -69,8 +56,10 @@ func ExampleStore_Do() {
 }
 
 func ExampleStore_Do_mismatch() {
-	db, table, _ := exampleTables()
-	store, _ := idem.New(db, table)
+	store, _, err := idemtest.Open(context.Background())
+	if err != nil {
+		log.Fatal(err)
+	}
 	ok := func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
 		return idem.Response{StatusCode: 200}, nil
 	}
@@ -78,14 +67,25 @@ func ExampleStore_Do_mismatch() {
 	second, _ := idem.Fingerprint("POST", "/charges", []byte(`{"amount":900}`), true)
 
 	store.Do(context.Background(), idem.Request{Scope: "user-42", Key: "k", Fingerprint: first}, ok)
-	_, err := store.Do(context.Background(), idem.Request{Scope: "user-42", Key: "k", Fingerprint: second}, ok)
+	_, err = store.Do(context.Background(), idem.Request{Scope: "user-42", Key: "k", Fingerprint: second}, ok)
 	fmt.Println(errors.Is(err, idem.ErrFingerprintMismatch))
 	// Output: true
 }
 
 func ExampleTx_Add() {
-	db, table, orders := exampleTables()
-	store, _ := idem.New(db, table)
+	ctx := context.Background()
+	store, db, err := idemtest.Open(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// The work's own table; in a deployment, one of the template's.
+	orders := "orders-add"
+	if _, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String(orders), BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("order_id"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("order_id"), KeyType: types.KeyTypeHash}},
+	}); err != nil {
+		log.Fatal(err)
+	}
 	fp, _ := idem.Fingerprint("PUT", "/orders/ord_7", []byte(`{}`), true)
 
 	// Two clients pick the same order id under different keys: the unique
@@ -95,7 +95,6 @@ func ExampleTx_Add() {
 		tx.Add(types.TransactWriteItem{Put: &types.Put{
 			TableName: aws.String(orders),
 			Item: map[string]types.AttributeValue{
-				"scope":    &types.AttributeValueMemberS{Value: "user-42"},
 				"order_id": &types.AttributeValueMemberS{Value: "ord_7"},
 			},
 			ConditionExpression: aws.String("attribute_not_exists(order_id)"),
@@ -114,8 +113,19 @@ func ExampleTx_Add() {
 }
 
 func ExampleStore_DoAtomic() {
-	db, table, orders := exampleTables()
-	store, _ := idem.New(db, table)
+	ctx := context.Background()
+	store, db, err := idemtest.Open(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// The work's own table; in a deployment, one of the template's.
+	orders := "orders-atomic"
+	if _, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String(orders), BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("order_id"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("order_id"), KeyType: types.KeyTypeHash}},
+	}); err != nil {
+		log.Fatal(err)
+	}
 	fp, _ := idem.Fingerprint("POST", "/orders", []byte(`{"sku":"tea"}`), true)
 	req := idem.Request{Scope: "user-42", Key: "order-once", Fingerprint: fp}
 
@@ -126,7 +136,6 @@ func ExampleStore_DoAtomic() {
 		tx.Add(types.TransactWriteItem{Put: &types.Put{
 			TableName: aws.String(orders),
 			Item: map[string]types.AttributeValue{
-				"scope":    &types.AttributeValueMemberS{Value: "user-42"},
 				"order_id": &types.AttributeValueMemberS{Value: "ord_9"},
 			},
 		}}, nil)

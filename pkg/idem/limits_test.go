@@ -20,14 +20,16 @@ func TestInvalidRequestsFailBeforeAnyCall(t *testing.T) {
 		name string
 		req  idem.Request
 		want error
+		what  string // the *LimitError's What and Limit, for a limit
+		limit int
 	}{
-		{"empty scope", idem.Request{Scope: "", Key: "k", Fingerprint: "fp"}, idem.ErrInvalidScope},
-		{"scope too long", idem.Request{Scope: strings.Repeat("s", idem.MaxScopeLength+1), Key: "k", Fingerprint: "fp"}, idem.ErrInvalidScope},
-		{"empty key", idem.Request{Scope: "alice", Key: "", Fingerprint: "fp"}, idem.ErrInvalidKey},
-		{"key too long", idem.Request{Scope: "alice", Key: strings.Repeat("k", 256), Fingerprint: "fp"}, idem.ErrInvalidKey},
-		{"control character", idem.Request{Scope: "alice", Key: "a\nb", Fingerprint: "fp"}, idem.ErrInvalidKey},
-		{"non-ASCII", idem.Request{Scope: "alice", Key: "clé", Fingerprint: "fp"}, idem.ErrInvalidKey},
-		{"no fingerprint", idem.Request{Scope: "alice", Key: "k"}, idem.ErrInvalidBody},
+		{"empty scope", idem.Request{Scope: "", Key: "k", Fingerprint: "fp"}, idem.ErrInvalidScope, "", 0},
+		{"scope too long", idem.Request{Scope: strings.Repeat("s", idem.MaxScopeLength+1), Key: "k", Fingerprint: "fp"}, idem.ErrInvalidScope, "scope", idem.MaxScopeLength},
+		{"empty key", idem.Request{Scope: "alice", Key: "", Fingerprint: "fp"}, idem.ErrInvalidKey, "", 0},
+		{"key too long", idem.Request{Scope: "alice", Key: strings.Repeat("k", 256), Fingerprint: "fp"}, idem.ErrInvalidKey, "key", idem.MaxKeyLength},
+		{"control character", idem.Request{Scope: "alice", Key: "a\nb", Fingerprint: "fp"}, idem.ErrInvalidKey, "", 0},
+		{"non-ASCII", idem.Request{Scope: "alice", Key: "clé", Fingerprint: "fp"}, idem.ErrInvalidKey, "", 0},
+		{"no fingerprint", idem.Request{Scope: "alice", Key: "k"}, idem.ErrInvalidBody, "", 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -37,6 +39,7 @@ func TestInvalidRequestsFailBeforeAnyCall(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
+			checkLimit(t, err, tc.what, tc.limit)
 			if f.DB.Total() != 0 || runs.Load() != 0 {
 				t.Fatalf("%d calls and %d runs, want none", f.DB.Total(), runs.Load())
 			}
@@ -50,12 +53,15 @@ func TestOversizedResultsAreRefusedAndLeaseLapsed(t *testing.T) {
 		name string
 		work func(f *fixture) idem.Work
 		want error
+		// what, limit: the *LimitError's data (limit 0: no LimitError).
+		what  string
+		limit int
 	}{
 		{"response over 400 KB", func(f *fixture) idem.Work {
 			return func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
 				return idem.Response{StatusCode: 200, Body: bytes.Repeat([]byte("x"), (400 << 10))}, nil
 			}
-		}, idem.ErrResponseTooLarge},
+		}, idem.ErrResponseTooLarge, "completed record", 400 << 10},
 		{"100 business writes", func(f *fixture) idem.Work {
 			return func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
 				for i := range 100 {
@@ -63,13 +69,13 @@ func TestOversizedResultsAreRefusedAndLeaseLapsed(t *testing.T) {
 				}
 				return idem.Response{StatusCode: 200}, nil
 			}
-		}, idem.ErrTooManyWrites},
+		}, idem.ErrTooManyWrites, "100 writes", 100},
 		{"business item over 400 KB", func(f *fixture) idem.Work {
 			return func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
 				tx.Add(f.OrderPut("alice", "o", big((400<<10))), nil)
 				return idem.Response{StatusCode: 200}, nil
 			}
-		}, idem.ErrItemTooLarge},
+		}, idem.ErrItemTooLarge, "write 0", 400 << 10},
 		{"transaction over 4 MB", func(f *fixture) idem.Work {
 			return func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
 				for i := range 11 {
@@ -77,13 +83,13 @@ func TestOversizedResultsAreRefusedAndLeaseLapsed(t *testing.T) {
 				}
 				return idem.Response{StatusCode: 200}, nil
 			}
-		}, idem.ErrTransactionTooLarge},
+		}, idem.ErrTransactionTooLarge, "transaction", 4 << 20},
 		{"write with no action", func(f *fixture) idem.Work {
 			return func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
 				tx.Add(types.TransactWriteItem{}, nil)
 				return idem.Response{StatusCode: 200}, nil
 			}
-		}, idem.ErrInvalidWrite},
+		}, idem.ErrInvalidWrite, "", 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -92,6 +98,7 @@ func TestOversizedResultsAreRefusedAndLeaseLapsed(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
+			checkLimit(t, err, tc.what, tc.limit)
 			// The claim, then the lapse: no commit was attempted.
 			if calls := f.DB.Calls(); calls["TransactWriteItems"] != 0 || calls["PutItem"] != 1 || calls["UpdateItem"] != 1 || f.DB.Total() != 2 {
 				t.Fatalf("calls = %v, want the claim and the lapse only", calls)
@@ -142,5 +149,24 @@ func TestItemSizeFollowsDynamoDBRules(t *testing.T) {
 				t.Fatalf("ItemSize = %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// checkLimit fails t unless err carries its limit's data, as a *LimitError
+// that says what was over, how big it was and the limit (limit 0: err is no
+// LimitError, since nothing was over a limit).
+func checkLimit(t *testing.T, err error, what string, limit int) {
+	t.Helper()
+	var le *idem.LimitError
+	switch {
+	case limit == 0 && errors.As(err, &le):
+		t.Fatalf("err %v is a LimitError, and no limit was passed", err)
+	case limit == 0:
+	case !errors.As(err, &le):
+		t.Fatalf("err %v carries no *LimitError", err)
+	case !strings.Contains(le.What, what) || le.Limit != limit || le.Size <= le.Limit:
+		t.Fatalf("LimitError %+v, want %q over the limit of %d", le, what, limit)
+	case !strings.Contains(err.Error(), strconv.Itoa(le.Size)) || !strings.Contains(err.Error(), strconv.Itoa(limit)):
+		t.Fatalf("message %q names neither the size nor the limit", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,13 +14,18 @@ import (
 	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/faultproxy"
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idemtest"
 )
 
 // proxied is a store on the fixture's table and clock whose calls go
 // through a fault proxy, with the SDK's retries kept short: 3 attempts.
 func (f *fixture) proxied(optFns ...func(*idem.Options)) (*faultproxy.Proxy, *idem.Store) {
 	f.T.Helper()
-	proxy, err := faultproxy.New(os.Getenv(dynamo.EndpointEnv))
+	endpoint, err := idemtest.Endpoint()
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	proxy, err := faultproxy.New(endpoint)
 	if err != nil {
 		f.T.Fatal(err)
 	}

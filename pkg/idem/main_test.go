@@ -4,12 +4,12 @@ import (
 	"os"
 	"testing"
 
-	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/pkg/idem"
 	"github.com/idemkeys/idem/pkg/idem/internal/testbed"
+	"github.com/idemkeys/idem/pkg/idemtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(idemtest.Main(m)) }
 
 // fixture is the one the doors' tests share (internal/testbed), with this
 // package's own helpers.

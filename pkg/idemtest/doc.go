@@ -50,6 +50,9 @@
 // second Lambda on the same table, clock and faults. Each test's tables are
 // its own and are deleted when it ends, so tests may run in parallel.
 //
+// An Example or a program has no test: Open gives it a Store on a fresh
+// table of the same engine, and a client to make its own tables with.
+//
 // # Faults
 //
 // Every DynamoDB call of the Store goes through its Faults, which passes it

@@ -134,6 +134,11 @@ func Client(t testing.TB, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newClient(ep, optFns...)
+}
+
+// newClient is a client of the engine at ep.
+func newClient(ep string, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	return dynamodb.New(dynamodb.Options{
 		Region:       region,
 		BaseEndpoint: aws.String(ep),

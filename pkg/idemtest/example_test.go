@@ -184,3 +184,17 @@ func (t *standIn) done() {
 		t.cleanups[i]()
 	}
 }
+
+// An Example, or a program of one's own, has no test to clean up after:
+// Open gives it a Store on a fresh table, and a client of the engine.
+func ExampleOpen() {
+	store, db, err := idemtest.Open(context.Background())
+	if err != nil {
+		fmt.Println(err) // no engine: ErrNoEngine, naming what to install
+		return
+	}
+	res, err := store.Do(context.Background(), idem.Request{Scope: "alice", Key: "k1", Fingerprint: "v1"},
+		func(ctx context.Context, tx *idem.Tx) (idem.Response, error) { return idem.Response{StatusCode: 201}, nil })
+	fmt.Println(res.Response.StatusCode, err, db != nil)
+	// Output: 201 <nil> true
+}

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/idemkeys/idem/local/dynamotest"
+	"github.com/idemkeys/idem/pkg/idemtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(idemtest.Main(m)) }

@@ -7,13 +7,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/pkg/idem"
 	"github.com/idemkeys/idem/pkg/idem/idemlambda"
 	"github.com/idemkeys/idem/pkg/idem/internal/testbed"
+	"github.com/idemkeys/idem/pkg/idemtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(idemtest.Main(m)) }
 
 func newFixture(t *testing.T, optFns ...func(*idem.Options)) *testbed.Fixture {
 	return testbed.New(t, optFns...)

@@ -14,19 +14,19 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/pkg/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
 	"github.com/idemkeys/idem/pkg/idem/idemhttp"
 	"github.com/idemkeys/idem/pkg/idem/idemlambda"
 	"github.com/idemkeys/idem/pkg/idem/internal/testbed"
+	"github.com/idemkeys/idem/pkg/idemtest"
 )
 
 // The tests here walk every front door of pkg/idem (the idemlambda doors
 // and idemhttp.Wrap) through one table of drivers, on DynamoDB Local and
 // on a fake Doer.
 
-func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(idemtest.Main(m)) }
 
 // fake is a Doer in memory: the protocol's answers (a replay, 409 while
 // running, 422 for another request, a lapse on failure) without DynamoDB,
