@@ -17,9 +17,9 @@ import (
 func TestInvalidRequestsFailBeforeAnyCall(t *testing.T) {
 	f := newFixture(t)
 	cases := []struct {
-		name string
-		req  idem.Request
-		want error
+		name  string
+		req   idem.Request
+		want  error
 		what  string // the *LimitError's What and Limit, for a limit
 		limit int
 	}{

@@ -194,7 +194,9 @@ func ExampleOpen() {
 		return
 	}
 	res, err := store.Do(context.Background(), idem.Request{Scope: "alice", Key: "k1", Fingerprint: "v1"},
-		func(ctx context.Context, tx *idem.Tx) (idem.Response, error) { return idem.Response{StatusCode: 201}, nil })
+		func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+			return idem.Response{StatusCode: 201}, nil
+		})
 	fmt.Println(res.Response.StatusCode, err, db != nil)
 	// Output: 201 <nil> true
 }

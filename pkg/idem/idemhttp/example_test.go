@@ -44,7 +44,7 @@ func ExampleWrap() {
 
 	for range 2 { // the client retries with the same key
 		r := httptest.NewRequest("POST", "/orders/o1/ship", strings.NewReader(`{"carrier":"ups"}`))
-		r.Header.Set(idemhttp.HeaderIdempotencyKey, `"ship-o1"`) // the IETF draft's quoted form
+		r.Header.Set(idemhttp.HeaderIdempotencyKey, `"ship-o1"`)             // the IETF draft's quoted form
 		r = r.WithContext(context.WithValue(r.Context(), user{}, "user-42")) // as the auth middleware would
 		w := httptest.NewRecorder()
 		mux.ServeHTTP(w, r)
