@@ -12,10 +12,10 @@ import (
 )
 
 // TestAModuleOfOnesOwnTestsItsLambdaWithTheKit holds the kit's promise from
-// outside: a scratch module (testdata/outside: a Lambda of its own and its
-// test, a duplicate request and a commit whose answer is lost) that
+// outside: a scratch module (testdata/outside: the README's HTTP API Lambda
+// and its test, a duplicate request and a commit whose answer is lost) that
 // requires this checkout through a replace, imports nothing of it but
-// pkg/idem and pkg/idemtest, and passes its tests against the engine this
+// pkg/idem (its doors included) and pkg/idemtest, and passes its tests against the engine this
 // binary already runs (DYNAMODB_ENDPOINT, so no second JVM). It builds from
 // the module cache, offline (GOPROXY=off) unless that fails.
 func TestAModuleOfOnesOwnTestsItsLambdaWithTheKit(t *testing.T) {
@@ -28,7 +28,7 @@ func TestAModuleOfOnesOwnTestsItsLambdaWithTheKit(t *testing.T) {
 	}
 	checkout := moduleRoot(t)
 	mod := t.TempDir()
-	for _, f := range []string{"orders.go", "orders_test.go"} {
+	for _, f := range []string{"main.go", "main_test.go"} {
 		copyFile(t, filepath.Join("testdata", "outside", f), filepath.Join(mod, f))
 	}
 	copyFile(t, filepath.Join(checkout, "go.sum"), filepath.Join(mod, "go.sum")) // the hashes of the modules it shares
@@ -71,7 +71,7 @@ func TestAModuleOfOnesOwnTestsItsLambdaWithTheKit(t *testing.T) {
 		t.Fatalf("go list: %v\n%s", err, deps)
 	}
 	for _, p := range strings.Fields(deps) {
-		if strings.HasPrefix(p, "github.com/idemkeys/idem/") && p != "github.com/idemkeys/idem/pkg/idem" && p != "github.com/idemkeys/idem/pkg/idemtest" && !strings.HasPrefix(p, "github.com/idemkeys/idem/pkg/idem/internal/") {
+		if strings.HasPrefix(p, "github.com/idemkeys/idem/") && p != "github.com/idemkeys/idem/pkg/idem" && p != "github.com/idemkeys/idem/pkg/idemtest" && !strings.HasPrefix(p, "github.com/idemkeys/idem/pkg/idem/") && p != "github.com/idemkeys/idem/pkg/httpapi" {
 			t.Errorf("the module builds %s, which is not pkg/idem's or the kit's", p)
 		}
 	}
