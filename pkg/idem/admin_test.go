@@ -145,7 +145,7 @@ func TestLapseRefusesACompletedKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := f.Store.Lapse(ctx, rec, "mistake"); !errors.Is(err, idem.ErrWrongState) {
-		t.Fatalf("lapse of a completed key: %v, want ErrCompleted", err)
+		t.Fatalf("lapse of a completed key: %v, want ErrWrongState", err)
 	}
 	if res, err := f.Store.Do(ctx, req("bob", "k2", `{}`), ok); err != nil || !res.Replayed {
 		t.Fatalf("after the refused lapse: %+v %v, want a replay", res, err)
@@ -201,7 +201,7 @@ func TestDeleteRefusesAKeyInProgress(t *testing.T) {
 		t.Fatalf("read in progress: %+v", rec)
 	}
 	if err := f.Store.Delete(ctx, rec, "stuck"); !errors.Is(err, idem.ErrWrongState) {
-		t.Fatalf("delete in progress: %v, want ErrNotCompleted", err)
+		t.Fatalf("delete in progress: %v, want ErrWrongState", err)
 	}
 }
 

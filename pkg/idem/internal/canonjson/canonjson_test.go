@@ -56,7 +56,7 @@ func TestCanonicalRefusesAmbiguousInput(t *testing.T) {
 	}
 }
 
-// TestCanonicalJSONMatchesOld holds the canonicaliser to the one it
+// TestCanonicalMatchesOld holds the canonicaliser to the one it
 // replaced (oldCanonicalJSON, encoding/json's decoder and encoder) on the
 // fuzz seeds: the same canonical form, and a refusal exactly where it
 // refused. FuzzCanonicalMatchesOld searches further.
@@ -66,7 +66,7 @@ func TestCanonicalMatchesOld(t *testing.T) {
 	}
 }
 
-// TestCanonicalJSONMatchesOldOnEveryRune: every code point, raw and as a
+// TestCanonicalMatchesOldOnEveryRune: every code point, raw and as a
 // \u escape (surrogates in pairs and alone), comes out of both
 // canonicalisers the same, in strings and in keys.
 func TestCanonicalMatchesOldOnEveryRune(t *testing.T) {
