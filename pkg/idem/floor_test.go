@@ -1,0 +1,434 @@
+package idem_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkeys/idem/local/dynamotest"
+	"github.com/idemkeys/idem/local/measure"
+	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/idemlambda"
+	"github.com/idemkeys/idem/pkg/idem/internal/testbed"
+)
+
+// TestFloor puts each outcome of Do and DoAtomic, and of the HTTP API door,
+// beside its floor: the same DynamoDB calls made bare with aws-sdk-go-v2,
+// the same items, on the same engine and client, no library. The floor's
+// inputs are the library's own, recorded from one request of the case and
+// sent again with the key, the lease token and the order id replaced (a
+// transaction gets a fresh ClientRequestToken), so the two sides make the
+// same calls with items of the same size. The requests alternate, library
+// and floor, one each, in rounds; the ratio is the library's time over the
+// floor's in the same round.
+//
+// It asserts that both sides made the same calls, never the time. make test
+// runs it small; make bench runs FLOOR_REQUESTS=200 and writes BENCH_OUT.
+func TestFloor(t *testing.T) {
+	n := measure.EnvInt("FLOOR_REQUESTS", 10)
+	rounds := measure.EnvInt("FLOOR_ROUNDS", 2)
+	f := newFixture(t)
+	cases := floorCases(t, f)
+	type result struct {
+		lib, bare    []float64 // ms per request, mean of each round
+		ratios       []float64 // mean over mean, per round
+		libAll       []float64 // every request's ms
+		bareAll      []float64
+		calls, bareN map[string]int
+		libCalls     int
+	}
+	results := make([]*result, len(cases))
+	for i := range results {
+		results[i] = &result{}
+	}
+	for round := range rounds {
+		for ci, c := range cases {
+			res := results[ci]
+			c.lib.db.Reset()
+			c.bare.db.Reset()
+			var lib, bare time.Duration
+			for i := range n {
+				sides := []*floorSide{c.lib, c.bare}
+				if (i+round)%2 == 1 {
+					sides[0], sides[1] = sides[1], sides[0]
+				}
+				for _, s := range sides {
+					start := time.Now()
+					if err := s.run(round, i); err != nil {
+						t.Fatalf("%s, %s: %v", c.name, s.name, err)
+					}
+					d := time.Since(start)
+					ms := float64(d) / float64(time.Millisecond)
+					if s == c.lib {
+						lib += d
+						res.libAll = append(res.libAll, ms)
+					} else {
+						bare += d
+						res.bareAll = append(res.bareAll, ms)
+					}
+				}
+			}
+			lc, bc := c.lib.db.Calls(), c.bare.db.Calls()
+			if !maps.Equal(lc, bc) {
+				t.Fatalf("%s: the library made %v, the floor %v: not the same calls", c.name, lc, bc)
+			}
+			if want := c.calls * n; c.lib.db.Total() != want {
+				t.Fatalf("%s: %d calls %v, want %d", c.name, c.lib.db.Total(), lc, want)
+			}
+			res.calls = lc
+			res.lib = append(res.lib, float64(lib)/float64(time.Millisecond)/float64(n))
+			res.bare = append(res.bare, float64(bare)/float64(time.Millisecond)/float64(n))
+			res.ratios = append(res.ratios, float64(lib)/float64(bare))
+		}
+	}
+	var report strings.Builder
+	fmt.Fprintf(&report, "Engine: DynamoDB Local %s. Each case: %d requests per round and side, %d rounds, the library and the floor alternating request by request (who goes first alternating too); the floor is the library's own DynamoDB inputs sent bare with aws-sdk-go-v2 on the same client:\n\n", dynamoLocalVersion, n, rounds)
+	fmt.Fprintln(&report, "| case | DynamoDB calls per request (both sides, asserted) | library ms per request | floor ms per request | library over floor, mean per round: median (min–max over rounds) | median request, library over floor |")
+	fmt.Fprintln(&report, "|---|---|---|---|---|---|")
+	for ci, c := range cases {
+		res := results[ci]
+		fmt.Fprintf(&report, "| %s | %s | %.2f | %.2f | %s | %.2f |\n", c.name, callsText(res.calls, n),
+			measure.Median(res.lib), measure.Median(res.bare), measure.Spread(res.ratios), measure.Median(res.libAll)/measure.Median(res.bareAll))
+	}
+	t.Log("\n" + report.String())
+	if out := os.Getenv("BENCH_OUT"); out != "" {
+		if err := os.WriteFile(out, []byte(report.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// dynamoLocalVersion is the engine's version as local/ensure-dynamodb-local.sh
+// pins it; every table names it.
+const dynamoLocalVersion = "3.3.1"
+
+func callsText(calls map[string]int, n int) string {
+	ops := slices.Sorted(maps.Keys(calls))
+	total, parts := 0, make([]string, 0, len(ops))
+	for _, op := range ops {
+		total += calls[op]
+		parts = append(parts, fmt.Sprintf("%s %g", op, float64(calls[op])/float64(n)))
+	}
+	return fmt.Sprintf("%g (%s)", float64(total)/float64(n), strings.Join(parts, ", "))
+}
+
+// floorSide is one side of a case: run makes request i of a round, and db
+// counts its calls.
+type floorSide struct {
+	name string
+	db   *dynamotest.Counter
+	run  func(round, i int) error
+}
+
+type floorCase struct {
+	name      string
+	calls     int // per request, on either side
+	lib, bare *floorSide
+}
+
+// floorRecorder keeps a copy of every input the library sends, for the floor.
+type floorRecorder struct {
+	idem.DynamoDBAPI
+	puts []*dynamodb.PutItemInput
+	txs  []*dynamodb.TransactWriteItemsInput
+	seq  []string
+}
+
+func (r *floorRecorder) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	r.puts, r.seq = append(r.puts, in), append(r.seq, "PutItem")
+	return r.DynamoDBAPI.PutItem(ctx, in, o...)
+}
+
+func (r *floorRecorder) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	r.txs, r.seq = append(r.txs, in), append(r.seq, "TransactWriteItems")
+	return r.DynamoDBAPI.TransactWriteItems(ctx, in, o...)
+}
+
+// floorKey is the key of request i of a round on a side: the same length
+// on every side, so the items are the same size.
+func floorKey(side string, c, round, i int) string {
+	return fmt.Sprintf("%s-%02d-%02d-%05d", side, c, round, i)
+}
+
+func pkOf(scope, key string) string { return strconv.Itoa(len(scope)) + ":" + scope + ":" + key }
+
+// replay sends the recorded inputs again, bare, each string value equal to
+// a key of with replaced by its value; a condition that fails is an answer
+// (the floor of a replay is that failure), any other error is not.
+func (r *floorRecorder) replay(db idem.DynamoDBAPI, with map[string]string) error {
+	ctx := context.Background()
+	p, x := 0, 0
+	for _, op := range r.seq {
+		var err error
+		switch op {
+		case "PutItem":
+			in := *r.puts[p]
+			p++
+			in.Item, in.ExpressionAttributeValues = substMap(in.Item, with), substMap(in.ExpressionAttributeValues, with)
+			_, err = db.PutItem(ctx, &in)
+		case "TransactWriteItems":
+			src := r.txs[x]
+			x++
+			in := dynamodb.TransactWriteItemsInput{ClientRequestToken: aws.String(rand.Text()), TransactItems: make([]types.TransactWriteItem, len(src.TransactItems))}
+			for i, it := range src.TransactItems {
+				put := *it.Put
+				put.Item, put.ExpressionAttributeValues = substMap(put.Item, with), substMap(put.ExpressionAttributeValues, with)
+				in.TransactItems[i].Put = &put
+			}
+			_, err = db.TransactWriteItems(ctx, &in)
+		}
+		var ccf *types.ConditionalCheckFailedException
+		var tce *types.TransactionCanceledException
+		if err != nil && !errors.As(err, &ccf) && !errors.As(err, &tce) {
+			return err
+		}
+	}
+	return nil
+}
+
+func substMap(m map[string]types.AttributeValue, with map[string]string) map[string]types.AttributeValue {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]types.AttributeValue, len(m))
+	for k, v := range m {
+		out[k] = subst(v, with)
+	}
+	return out
+}
+
+func subst(v types.AttributeValue, with map[string]string) types.AttributeValue {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		if s, ok := with[v.Value]; ok {
+			return &types.AttributeValueMemberS{Value: s}
+		}
+	case *types.AttributeValueMemberM:
+		return &types.AttributeValueMemberM{Value: substMap(v.Value, with)}
+	}
+	return v
+}
+
+// floorCases builds every case: its library side, and its floor from one
+// recorded request of the library's.
+func floorCases(t *testing.T, f *fixture) []floorCase {
+	ctx := context.Background()
+	var cases []floorCase
+	newStore := func(db idem.DynamoDBAPI, optFns ...func(*idem.Options)) *idem.Store {
+		s, err := idem.New(db, f.Table, optFns...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	order := func(key string) idem.Work {
+		return func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+			id := "o-" + key
+			tx.Add(f.OrderPut("alice", id, "first"), nil)
+			return idem.Response{StatusCode: 201, Header: map[string]string{"Content-Type": "application/json", "Location": "/orders/" + id}, Body: []byte(`{"order_id":"` + id + `"}`)}, nil
+		}
+	}
+	plain := func(key string) idem.Work {
+		return func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+			return idem.Response{StatusCode: 201, Header: map[string]string{"Content-Type": "application/json"}, Body: []byte(`{"ok":true}`)}, nil
+		}
+	}
+	body := `{"sku":"tea"}`
+	other := `{"sku":"coffee"}`
+	type path struct {
+		name string
+		do   func(s *idem.Store) func(context.Context, idem.Request, idem.Work) (idem.Result, error)
+	}
+	paths := []path{
+		{"Do", func(s *idem.Store) func(context.Context, idem.Request, idem.Work) (idem.Result, error) { return s.Do }},
+		{"DoAtomic", func(s *idem.Store) func(context.Context, idem.Request, idem.Work) (idem.Result, error) { return s.DoAtomic }},
+	}
+	// check holds each library answer to what the case is.
+	type want struct {
+		replayed bool
+		err      error
+	}
+	add := func(p path, name string, calls int, work func(key string) idem.Work, reqBody string, fixed string, w want, optFns ...func(*idem.Options)) {
+		libDB, bareDB := &dynamotest.Counter{API: f.Raw}, &dynamotest.Counter{API: f.Raw}
+		lib := newStore(libDB, optFns...)
+		rec := &floorRecorder{DynamoDBAPI: f.Raw}
+		ci := len(cases)
+		tmpl := floorKey("tmpl", ci, 0, 0)
+		if fixed != "" {
+			tmpl = fixed
+		}
+		tr := req("alice", tmpl, reqBody)
+		if _, err := p.do(newStore(rec, optFns...))(ctx, tr, work(tmpl)); !errors.Is(err, w.err) {
+			t.Fatalf("%s %s, recorded: %v, want %v", p.name, name, err, w.err)
+		}
+		var tok string
+		if len(rec.puts) > 0 {
+			tok = testbed.Str(rec.puts[0].Item, "lease_token")
+		} else if len(rec.txs) > 0 {
+			tok = testbed.Str(rec.txs[0].TransactItems[0].Put.Item, "lease_token")
+		}
+		key := func(side string, round, i int) string {
+			if fixed != "" {
+				return fixed
+			}
+			return floorKey(side, ci, round, i)
+		}
+		cases = append(cases, floorCase{name: p.name + ": " + name, calls: calls,
+			lib: &floorSide{name: "library", db: libDB, run: func(round, i int) error {
+				k := key("lib_", round, i)
+				res, err := p.do(lib)(ctx, req("alice", k, reqBody), work(k))
+				if !errors.Is(err, w.err) || res.Replayed != w.replayed {
+					return fmt.Errorf("got %+v, %v; want replayed %v, error %v", res, err, w.replayed, w.err)
+				}
+				return nil
+			}},
+			bare: &floorSide{name: "floor", db: bareDB, run: func(round, i int) error {
+				if fixed != "" {
+					return rec.replay(bareDB, nil)
+				}
+				k := key("bare", round, i)
+				return rec.replay(bareDB, map[string]string{pkOf("alice", tmpl): pkOf("alice", k), tmpl: k, "o-" + tmpl: "o-" + k, tok: rand.Text()})
+			}},
+		})
+	}
+	done := func(key, b string) string { // a completed key, for replays and 422s
+		if _, err := f.Store.Do(ctx, req("alice", key, b), order(key)); err != nil {
+			t.Fatal(err)
+		}
+		return key
+	}
+	held := req("alice", "held-key-00000", body)
+	t.Cleanup(holdKey(t, f.Store, held))
+	for _, p := range paths {
+		first := 2
+		if p.name == "DoAtomic" {
+			first = 1
+		}
+		add(p, "first request, no business write", first, plain, body, "", want{})
+		add(p, "first request, one business write", first, order, body, "", want{})
+		add(p, "replay", 1, order, body, done("done-"+p.name, body), want{replayed: true})
+		add(p, "409 in progress", 1, order, body, held.Key, want{err: idem.ErrInProgress})
+		add(p, "422 other request", 1, order, other, done("mism-"+p.name, body), want{err: idem.ErrFingerprintMismatch})
+	}
+	doorCases(t, f, &cases)
+	return cases
+}
+
+// doorCases are the HTTP API door's (idemlambda.HTTPAPI) first request and
+// replay on Do and DoAtomic. Its floor decodes the body and encodes the
+// response with encoding/json, as a handler without the library would,
+// around the same calls.
+func doorCases(t *testing.T, f *fixture, cases *[]floorCase) {
+	ctx := context.Background()
+	type orderBody struct {
+		SKU string `json:"sku"`
+	}
+	type created struct {
+		ID  string `json:"order_id"`
+		SKU string `json:"sku"`
+	}
+	parse := func(b []byte) (orderBody, error) {
+		var o orderBody
+		err := json.Unmarshal(b, &o)
+		return o, err
+	}
+	handler := func(ctx context.Context, r idemlambda.Request[events.APIGatewayV2HTTPRequest, orderBody], tx *idem.Tx) (idem.Response, error) {
+		id := "o-" + r.Key
+		tx.Add(f.OrderPut(r.Scope, id, "first"), nil)
+		b, err := json.Marshal(created{ID: id, SKU: r.Body.SKU})
+		return idem.Response{StatusCode: 201, Header: map[string]string{"Content-Type": "application/json", "Location": "/orders/" + id}, Body: b}, err
+	}
+	ev := func(key string) events.APIGatewayV2HTTPRequest {
+		return testbed.APIRequest("alice", map[string]string{"idempotency-key": key, "content-type": "application/json"}, `{"sku":"tea"}`)
+	}
+	for _, atomic := range []bool{false, true} {
+		name := "Do"
+		if atomic {
+			name = "DoAtomic"
+		}
+		door := func(db idem.DynamoDBAPI) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			s, err := idem.New(db, f.Table)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return idemlambda.HTTPAPI(s, parse, handler, func(o *idemlambda.Options[events.APIGatewayV2HTTPRequest]) { o.Atomic = atomic })
+		}
+		for _, replay := range []bool{false, true} {
+			libDB, bareDB := &dynamotest.Counter{API: f.Raw}, &dynamotest.Counter{API: f.Raw}
+			lib := door(libDB)
+			rec := &floorRecorder{DynamoDBAPI: f.Raw}
+			ci := len(*cases)
+			tmpl := floorKey("tmpl", ci, 0, 0)
+			if replay {
+				tmpl = "door-replay-" + name
+				if resp, err := door(f.Raw)(ctx, ev(tmpl)); err != nil || resp.StatusCode != 201 {
+					t.Fatalf("door %s: %+v, %v", name, resp, err)
+				}
+			}
+			wantStatus, wantReplayed := 201, "true"
+			if !replay {
+				wantReplayed = ""
+			}
+			if resp, err := door(rec)(ctx, ev(tmpl)); err != nil || resp.StatusCode != wantStatus {
+				t.Fatalf("door %s, recorded: %+v, %v", name, resp, err)
+			}
+			tok := ""
+			if len(rec.puts) > 0 {
+				tok = testbed.Str(rec.puts[0].Item, "lease_token")
+			} else if len(rec.txs) > 0 {
+				tok = testbed.Str(rec.txs[0].TransactItems[0].Put.Item, "lease_token")
+			}
+			calls := len(rec.seq)
+			caseName := "HTTP API door (" + name + "): first request, one business write"
+			if replay {
+				caseName = "HTTP API door (" + name + "): replay"
+			}
+			*cases = append(*cases, floorCase{name: caseName, calls: calls,
+				lib: &floorSide{name: "library", db: libDB, run: func(round, i int) error {
+					k := tmpl
+					if !replay {
+						k = floorKey("lib_", ci, round, i)
+					}
+					resp, err := lib(ctx, ev(k))
+					if err != nil || resp.StatusCode != wantStatus || (wantReplayed == "") != (resp.Headers["Idempotent-Replayed"] == "") {
+						return fmt.Errorf("door answered %+v, %v", resp, err)
+					}
+					return nil
+				}},
+				bare: &floorSide{name: "floor", db: bareDB, run: func(round, i int) error {
+					e := ev(tmpl)
+					var o orderBody
+					if err := json.Unmarshal([]byte(e.Body), &o); err != nil {
+						return err
+					}
+					k := tmpl
+					with := map[string]string(nil)
+					if !replay {
+						k = floorKey("bare", ci, round, i)
+						with = map[string]string{pkOf("alice", tmpl): pkOf("alice", k), tmpl: k, "o-" + tmpl: "o-" + k, tok: rand.Text()}
+					}
+					if err := rec.replay(bareDB, with); err != nil {
+						return err
+					}
+					b, err := json.Marshal(created{ID: "o-" + k, SKU: o.SKU})
+					_ = events.APIGatewayV2HTTPResponse{StatusCode: 201, Headers: map[string]string{"Content-Type": "application/json"}, Body: string(b)}
+					return err
+				}},
+			})
+		}
+	}
+}
