@@ -255,7 +255,9 @@ func floorCases(t *testing.T, f *fixture) []floorCase {
 	}
 	paths := []path{
 		{"Do", func(s *idem.Store) func(context.Context, idem.Request, idem.Work) (idem.Result, error) { return s.Do }},
-		{"DoAtomic", func(s *idem.Store) func(context.Context, idem.Request, idem.Work) (idem.Result, error) { return s.DoAtomic }},
+		{"DoAtomic", func(s *idem.Store) func(context.Context, idem.Request, idem.Work) (idem.Result, error) {
+			return s.DoAtomic
+		}},
 	}
 	// check holds each library answer to what the case is.
 	type want struct {
