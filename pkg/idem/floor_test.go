@@ -104,6 +104,15 @@ func TestFloor(t *testing.T) {
 		fmt.Fprintf(&report, "| %s | %s | %.2f | %.2f | %s | %.2f |\n", c.name, callsText(res.calls, n),
 			measure.Median(res.lib), measure.Median(res.bare), measure.Spread(res.ratios), measure.Median(res.libAll)/measure.Median(res.bareAll))
 	}
+	atomicReplay(t, f, &report, n, rounds, func(name string) float64 {
+		for ci, c := range cases {
+			if c.name == name {
+				return measure.Median(results[ci].lib)
+			}
+		}
+		t.Fatalf("no case %q", name)
+		return 0
+	})
 	t.Log("\n" + report.String())
 	if out := os.Getenv("BENCH_OUT"); out != "" {
 		if err := os.WriteFile(out, []byte(report.String()), 0o644); err != nil {
@@ -433,4 +442,56 @@ func doorCases(t *testing.T, f *fixture, cases *[]floorCase) {
 			})
 		}
 	}
+}
+
+// atomicReplay prices DoAtomic's replay beside Do's, from the cases' own
+// library times, adds a replay from Options.Cache (measured here, asserted
+// to make no call), and says for how many replays per first request each
+// path is the cheaper one, in time on this engine and in write units by
+// DynamoDB's rules (TestCostPerRequest's: Do 5 + 1 per replay, DoAtomic 4 +
+// 4 per replay).
+func atomicReplay(t *testing.T, f *fixture, report *strings.Builder, n, rounds int, lib func(name string) float64) {
+	ctx := context.Background()
+	db := &dynamotest.Counter{API: f.Raw}
+	s, err := idem.New(db, f.Table, withCache(1000, 1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := req("alice", "atomic-cached", `{"sku":"tea"}`)
+	work := func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		tx.Add(f.OrderPut("alice", "o-atomic-cached-"+rand.Text()[:8], "first"), nil)
+		return idem.Response{StatusCode: 201, Body: []byte(`{"order_id":"o"}`)}, nil
+	}
+	for range 2 { // the first request, then a replay that fills the cache
+		if _, err := s.DoAtomic(ctx, r, work); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Reset()
+	var cached []float64
+	for range rounds {
+		start := time.Now()
+		for range n {
+			if res, err := s.DoAtomic(ctx, r, work); err != nil || !res.Replayed {
+				t.Fatalf("cached replay = %+v, %v", res, err)
+			}
+		}
+		cached = append(cached, float64(time.Since(start))/float64(time.Millisecond)/float64(n))
+	}
+	if db.Total() != 0 {
+		t.Fatalf("DoAtomic's replays from the cache made %v, want no call", db.Calls())
+	}
+	doFirst, atFirst := lib("Do: first request, one business write"), lib("DoAtomic: first request, one business write")
+	doReplay, atReplay := lib("Do: replay"), lib("DoAtomic: replay")
+	fmt.Fprintf(report, "\nDoAtomic's replay beside Do's (engine: DynamoDB Local %s; library ms per request, medians over the rounds above; write units by DynamoDB's rules, from TestCostPerRequest):\n\n", dynamoLocalVersion)
+	fmt.Fprintln(report, "| path | first request (one business write), ms | replay, ms | replay's calls | first request WCU | replay WCU |")
+	fmt.Fprintln(report, "|---|---|---|---|---|---|")
+	fmt.Fprintf(report, "| Do | %.2f | %.2f | 1 PutItem (fails its condition) | 5 | 1 |\n", doFirst, doReplay)
+	fmt.Fprintf(report, "| DoAtomic | %.2f | %.2f | 1 TransactWriteItems (cancelled), and the work again | 4 | 4 |\n", atFirst, atReplay)
+	fmt.Fprintf(report, "| DoAtomic, replay from Options.Cache (same execution environment) | | %.4f | none (asserted) | | 0 |\n", measure.Median(cached))
+	breakEven := "never (DoAtomic's replay is not dearer here)"
+	if atReplay > doReplay {
+		breakEven = fmt.Sprintf("%.2f", (doFirst-atFirst)/(atReplay-doReplay))
+	}
+	fmt.Fprintf(report, "\nDoAtomic costs less per logical operation than Do while replays per first request stay under %s in time on this engine, and under 0.33 in write units (5 + r against 4 + 4r).\n", breakEven)
 }
