@@ -221,8 +221,11 @@ func runLoad(t *testing.T, variant string, p plan, clients int, idemTable string
 	s := &server{store: store, db: raw, table: orders, scopeClaim: "sub", fastPath: variant == "DoAtomic",
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now}
 	handle := s.routes().Handle
-	if variant == "plain" {
+	switch variant {
+	case "plain":
 		handle = s.plainCreate
+	case "Do floor", "DoAtomic floor": // the same calls made bare (concurrency_bench_test.go)
+		handle = s.floorCreate(idemTable, variant == "DoAtomic floor")
 	}
 	res := drive(t, handle, raw, orders, p, clients)
 	checkGuarantee(t, variant, res)
