@@ -41,7 +41,7 @@ func TestLoad(t *testing.T) {
 	rounds := measure.EnvInt("LOAD_ROUNDS", 3)
 	all, ratios := compare(t, n, clients, rounds, 0)
 	var report strings.Builder
-	fmt.Fprintf(&report, "POST /orders, %d requests per handler in %d rounds (the handlers' order rotating), %d concurrent clients, 20%% duplicates (a repeat of one of the last 64 keys, often in flight)\n\n", len(all["plain"].latencies), rounds, clients)
+	fmt.Fprintf(&report, "Engine: %s. POST /orders, %d requests per handler in %d rounds (the handlers' order rotating), %d concurrent clients, 20%% duplicates (a repeat of one of the last 64 keys, often in flight)\n\n", engineVersion, len(all["plain"].latencies), rounds, clients)
 	fmt.Fprintln(&report, "| handler | requests/s | p50 ms | p99 ms | throughput vs plain (median, min–max over rounds) | orders | logical operations |")
 	fmt.Fprintln(&report, "|---|---|---|---|---|---|---|")
 	for _, v := range variants {
@@ -107,7 +107,7 @@ func checkGuarantee(t *testing.T, v string, res *loadResult) {
 // sweepClients compares the three handlers at 1, 8, 32 and 128 clients.
 func sweepClients(t *testing.T, report *strings.Builder, n, rounds int) {
 	t.Helper()
-	fmt.Fprintf(report, "\nBy concurrent clients, %d requests per handler and row in %d rounds (order rotating); throughput vs plain, median (min–max over rounds):\n\n", n, rounds)
+	fmt.Fprintf(report, "\nEngine: %s. By concurrent clients, %d requests per handler and row in %d rounds (order rotating); throughput vs plain, median (min–max over rounds):\n\n", engineVersion, n, rounds)
 	fmt.Fprintln(report, "| clients | plain requests/s | plain p50 ms | Do requests/s | Do p50 ms | Do vs plain | DoAtomic requests/s | DoAtomic p50 ms | DoAtomic vs plain |")
 	fmt.Fprintln(report, "|---|---|---|---|---|---|---|---|---|")
 	for _, c := range []int{1, 8, 32, 128} {
@@ -143,7 +143,7 @@ func sweepRecords(t *testing.T, report *strings.Builder, n, rounds int) {
 			rates[size] = append(rates[size], res.throughput())
 		}
 	}
-	fmt.Fprintf(report, "\nDo, %d requests per size in %d rounds (sizes' order rotating), 32 clients, by completed records already in the idempotency table:\n\n", n, rounds)
+	fmt.Fprintf(report, "\nEngine: %s. Do, %d requests per size in %d rounds (sizes' order rotating), 32 clients, by completed records already in the idempotency table:\n\n", engineVersion, n, rounds)
 	fmt.Fprintln(report, "| records | requests/s | p50 ms | p99 ms | throughput vs 1,000 records (median, min–max over rounds) |")
 	fmt.Fprintln(report, "|---|---|---|---|---|")
 	for _, size := range sizes {

@@ -65,7 +65,7 @@ func TestCacheReplayCost(t *testing.T) {
 		t.Errorf("replays without the cache made %d DynamoDB calls, want %d (one PutItem each)", got, want)
 	}
 	var report strings.Builder
-	fmt.Fprintf(&report, "A replay through Do, %d per case and round, %d rounds (the order alternating), on the local engine:\n\n", n, rounds)
+	fmt.Fprintf(&report, "A replay through Do, %d per case and round, %d rounds (the order alternating), on DynamoDB Local 3.3.1:\n\n", n, rounds)
 	fmt.Fprintln(&report, "| replay | DynamoDB calls per replay | µs per replay (median over rounds) | times faster than without the cache (median, min–max over rounds) |")
 	fmt.Fprintln(&report, "|---|---|---|---|")
 	for _, name := range names {

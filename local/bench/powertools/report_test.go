@@ -11,7 +11,7 @@ import (
 
 func renderReport(b *bench, lat latencies, races, slow map[string][]outcome, others []otherAnswer, rounds, n int) string {
 	var w strings.Builder
-	fmt.Fprintf(&w, "pkg/idem (Go, aws-sdk-go-v2) beside Powertools for AWS Lambda (TypeScript) idempotency 2.35.0 (Node.js, AWS SDK for JavaScript v3), same engine, same counting proxy, %d rounds, the libraries' order rotating.\n\n", rounds)
+	fmt.Fprintf(&w, "pkg/idem (Go, aws-sdk-go-v2) beside Powertools for AWS Lambda (TypeScript) idempotency 2.35.0 (Node.js, AWS SDK for JavaScript v3), same engine (DynamoDB Local 3.3.1), same counting proxy, %d rounds, the libraries' order rotating.\n\n", rounds)
 	renderLatencies(&w, b, lat, n)
 	renderRaces(&w, b, races)
 	renderSlow(&w, slow)
