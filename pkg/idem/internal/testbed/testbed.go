@@ -7,9 +7,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idemtest"
 )
 
 // Race runs fn(0) to fn(n-1) in n goroutines released at once, and waits.
@@ -36,21 +35,14 @@ func Race(n int, fn func(i int)) {
 	wg.Wait()
 }
 
-// Clock is a settable time source shared by the holders in a test. It
-// starts at the real time, as the engine's TTL runs on the real clock: a
-// record written from a fixed date in the past would be expired to DynamoDB
-// Local, which deletes it in the background mid-test. A test that needs an
-// expired record advances the clock, or writes the record expired.
-type Clock struct{ now atomic.Int64 }
+// Clock is the kit's settable time source, shared by the holders in a
+// test. It starts at the real time, as the engine's TTL runs on the real
+// clock: a record written from a fixed date in the past would be expired
+// to DynamoDB Local, which deletes it in the background mid-test.
+type Clock = idemtest.Clock
 
-func NewClock() *Clock {
-	c := &Clock{}
-	c.now.Store(time.Now().UnixNano())
-	return c
-}
-
-func (c *Clock) Now() time.Time          { return time.Unix(0, c.now.Load()) }
-func (c *Clock) Advance(d time.Duration) { c.now.Add(int64(d)) }
+// NewClock is a Clock at the real time.
+var NewClock = idemtest.NewClock
 
 // Fixture is one test's tables, client and store.
 type Fixture struct {
@@ -100,28 +92,19 @@ func (f *Fixture) OrderPut(scope, id, note string) types.TransactWriteItem {
 // Order reads a business item back; nil if it is not there.
 func (f *Fixture) Order(scope, id string) map[string]types.AttributeValue {
 	f.T.Helper()
-	out, err := f.Raw.GetItem(context.Background(), &dynamodb.GetItemInput{
-		TableName:      aws.String(f.Business),
-		Key:            map[string]types.AttributeValue{"scope": &types.AttributeValueMemberS{Value: scope}, "order_id": &types.AttributeValueMemberS{Value: id}},
-		ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		f.T.Fatal(err)
-	}
-	if len(out.Item) == 0 {
-		return nil
-	}
-	return out.Item
+	return f.get(f.Business, map[string]types.AttributeValue{"scope": &types.AttributeValueMemberS{Value: scope}, "order_id": &types.AttributeValueMemberS{Value: id}})
 }
 
 // Record reads the idempotency record of (scope, key) back.
 func (f *Fixture) Record(scope, key string) map[string]types.AttributeValue {
 	f.T.Helper()
-	out, err := f.Raw.GetItem(context.Background(), &dynamodb.GetItemInput{
-		TableName:      aws.String(f.Table),
-		Key:            map[string]types.AttributeValue{idem.AttrPK: &types.AttributeValueMemberS{Value: strconv.Itoa(len(scope)) + ":" + scope + ":" + key}},
-		ConsistentRead: aws.Bool(true),
-	})
+	return f.get(f.Table, map[string]types.AttributeValue{idem.AttrPK: &types.AttributeValueMemberS{Value: strconv.Itoa(len(scope)) + ":" + scope + ":" + key}})
+}
+
+// get reads an item with a consistent read; nil if it is not there.
+func (f *Fixture) get(table string, key map[string]types.AttributeValue) map[string]types.AttributeValue {
+	f.T.Helper()
+	out, err := f.Raw.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(table), Key: key, ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		f.T.Fatal(err)
 	}
