@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -26,6 +27,20 @@ type Refusal struct {
 }
 
 func (r *Refusal) Error() string { return r.Code + ": " + r.Message }
+
+// TransientError is a failure the client should retry: a front door's
+// handler returns it, the lease is lapsed and nothing is stored, and the
+// door answers StatusCode (503 when it is not a 5xx) with Retry-After and
+// the problem Code.
+type TransientError struct {
+	StatusCode int
+	RetryAfter time.Duration
+	Code       string // a stable, machine-readable error code
+	Err        error
+}
+
+func (e *TransientError) Error() string { return fmt.Sprintf("transient (%s): %v", e.Code, e.Err) }
+func (e *TransientError) Unwrap() error { return e.Err }
 
 // Response renders the refusal as a problem details response.
 func (r *Refusal) Response() events.APIGatewayV2HTTPResponse {

@@ -34,9 +34,9 @@ func ExampleWrap() {
 		}
 		return s, nil
 	}
-	ship := idemhttp.Wrap(store, parse, func(ctx context.Context, req idemhttp.Request[shipment], tx *idem.Tx) (idem.Response, error) {
+	ship := idemhttp.Wrap(store, parse, func(ctx context.Context, req idemhttp.Request[http.Request, shipment], tx *idem.Tx) (idem.Response, error) {
 		return idem.Response{StatusCode: 201, Body: []byte(req.Event.PathValue("id") + " ships with " + req.Body.Carrier)}, nil
-	}, func(o *idemhttp.Options) {
+	}, func(o *idemhttp.Options[http.Request]) {
 		o.Scope = func(r *http.Request) string { s, _ := r.Context().Value(user{}).(string); return s }
 	})
 	mux := http.NewServeMux()

@@ -3,10 +3,11 @@
 // shape into an http.Handler that runs it once per Idempotency-Key.
 //
 //	mux.Handle("POST /orders/{id}", idemhttp.Wrap(store, parseOrder, createOrder,
-//		func(o *idemhttp.Options) { o.Scope = caller }))
+//		func(o *idemhttp.Options[http.Request]) { o.Scope = caller }))
 //
-// Every front door of pkg/idem behaves alike; the Lambda doors are in
-// package idemlambda, with the same Request, Handler, Parse and Options.
+// Every front door of pkg/idem behaves alike: the Lambda doors of package
+// idemlambda take the same Request, Handler, Parse and Options, defined
+// here, with their event types for E.
 // A request passes the checks that write nothing first: 401 without a
 // verified identity (Options.Scope), 413 over the body limit, 400 for a
 // missing, invalid or repeated Idempotency-Key (bare, or quoted as the
@@ -25,48 +26,89 @@ package idemhttp
 
 import (
 	"bytes"
+	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 
 	"github.com/idemkeys/idem/pkg/httpapi"
+	"github.com/idemkeys/idem/pkg/idem"
 	"github.com/idemkeys/idem/pkg/idem/internal/door"
 )
 
-// Doer is the part of *idem.Store the door calls: a fake of it tests a
+// Doer is the part of *idem.Store a door calls: a fake of it tests a
 // handler without DynamoDB.
-type Doer = door.Doer
+type Doer interface {
+	Do(ctx context.Context, req idem.Request, work idem.Work) (idem.Result, error)
+	DoAtomic(ctx context.Context, req idem.Request, work idem.Work) (idem.Result, error)
+}
 
-// Request is what a handler gets: the *http.Request (its body read once
-// and readable again), Body as Parse made it, the caller's scope and the
-// key.
-type Request[B any] = door.Request[http.Request, B]
+// Request is what every HTTP door hands its handler once the checks that
+// write nothing have passed. E is the door's request type: http.Request
+// here, an API Gateway, function URL or ALB event in idemlambda.
+type Request[E, B any] struct {
+	// Event is the request as it came, its body decoded from base64 (an
+	// *http.Request's body read once, and readable again).
+	Event *E
+	// Body is the body as the door's Parse made it (the zero value when
+	// Parse is nil).
+	Body B
+	// Scope is the verified caller, Key the idempotency key within it:
+	// what to derive a downstream key from (idem.DownstreamKey).
+	Scope, Key string
+}
 
-// Handler adds its business writes to tx and returns the response to store
-// and send. An error lapses the lease and stores nothing (a TransientError
-// names the status to answer); a final 5xx is sent and not stored.
-type Handler[B any] = door.Handler[http.Request, B]
+// Handler is every HTTP door's handler: it adds its business writes to tx
+// and returns the response to store and send. An error lapses the lease
+// and stores nothing (a *TransientError names the status to answer); a
+// final 5xx response is sent as it is and not stored either, so the retry
+// runs the handler again.
+type Handler[E, B any] func(ctx context.Context, req Request[E, B], tx *idem.Tx) (idem.Response, error)
 
-// Parse turns the body into the handler's value before the key is claimed;
-// an error is the answer (a *Refusal as it says, any other 400).
-type Parse[B any] = door.Parse[B]
+// Parse turns a request's body into the handler's value before the key is
+// claimed, so that a refusal writes nothing and the client may correct the
+// request under the same key. It runs once. Its error is the answer: a
+// *Refusal as it says, any other error a 400 "invalid_body".
+type Parse[B any] func(body []byte) (B, error)
 
-// Options configure Wrap. Options.Scope is required: net/http verifies no
-// identity of its own, so without it every request is 401. It reads the
-// identity an authentication middleware in front verified (from the
-// request's context, say), never a value the client sets.
-type Options = door.Options[http.Request]
+// Options configure every HTTP door. The zero value of each field means its
+// default.
+type Options[E any] struct {
+	// Scope reads the caller from the verified identity on the request,
+	// never from a value the client sets (a header, the body); "" (or over
+	// idem.MaxScopeLength) answers 401. Wrap has no default: net/http
+	// verifies no identity of its own, so it reads what an authentication
+	// middleware in front verified (from the request's context, say). Each
+	// of idemlambda's doors has its own default.
+	Scope func(ev *E) string
+	// MaxBodyBytes refuses larger bodies with 413 before anything is
+	// written (default 64 KiB). A negative value panics when the door is
+	// built, with an error that matches idem.ErrInvalidOptions.
+	MaxBodyBytes int
+	// Atomic runs the handler with DoAtomic instead of Do: one round trip,
+	// for a handler whose only effect is its writes to tx (it may run more
+	// often than it commits).
+	Atomic bool
+	// ProblemBase is the base of the type URI of the door's problem
+	// details: the type of code c is ProblemBase + c. Empty (the default)
+	// gives RFC 9457's "about:blank".
+	ProblemBase string
+	// Logger receives a line for each refused request and each
+	// misconfiguration (default: none).
+	Logger *slog.Logger
+}
 
 // Refusal is a Parse error that says its status and problem code.
 type Refusal = httpapi.Refusal
 
 // TransientError is a handler's failure the client should retry.
-type TransientError = door.TransientError
+type TransientError = httpapi.TransientError
 
 // Header names of the IETF draft "The Idempotency-Key HTTP Header Field".
 const (
-	HeaderIdempotencyKey = door.HeaderIdempotencyKey
-	HeaderReplayed       = door.HeaderReplayed
+	HeaderIdempotencyKey = "Idempotency-Key"
+	HeaderReplayed       = "Idempotent-Replayed"
 )
 
 // ParseKey returns the key an Idempotency-Key header value carries: a bare
@@ -77,10 +119,17 @@ func ParseKey(value string) (string, error) { return door.ParseKey(value) }
 // Wrap returns an http.Handler that runs h once per Idempotency-Key, as the
 // package documentation says. parse may be nil (Body is then the zero
 // value). It panics on Options out of range.
-func Wrap[B any](s Doer, parse Parse[B], h Handler[B], optFns ...func(*Options)) http.Handler {
-	c := door.NewConfig(nil, optFns)
+func Wrap[B any](s Doer, parse Parse[B], h Handler[http.Request, B], optFns ...func(*Options[http.Request])) http.Handler {
+	o := Options[http.Request]{Scope: func(*http.Request) string { return "" }}
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	c := door.NewConfig(o.MaxBodyBytes, o.Atomic, o.ProblemBase, o.Logger)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		resp := door.Serve(r.Context(), s, c, r, read(r, c.MaxBodyBytes), parse, h)
+		in := read(r, c.MaxBody)
+		resp := door.Serve(r.Context(), s, c, r, o.Scope(r), in, parse, func(ctx context.Context, r *http.Request, body B, scope, key string, tx *idem.Tx) (idem.Response, error) {
+			return h(ctx, Request[http.Request, B]{Event: r, Body: body, Scope: scope, Key: key}, tx)
+		})
 		header := w.Header()
 		for k, v := range resp.Header {
 			header.Set(k, v)

@@ -23,7 +23,7 @@ import (
 func TestWrapOnServeMux(t *testing.T) {
 	f := testbed.New(t)
 	var runs atomic.Int32
-	h := idemhttp.Wrap(f.Store, nil, func(ctx context.Context, req idemhttp.Request[struct{}], tx *idem.Tx) (idem.Response, error) {
+	h := idemhttp.Wrap(f.Store, nil, func(ctx context.Context, req idemhttp.Request[http.Request, struct{}], tx *idem.Tx) (idem.Response, error) {
 		runs.Add(1)
 		r := req.Event
 		if r.URL.Query().Get("fail") != "" {
@@ -34,7 +34,7 @@ func TestWrapOnServeMux(t *testing.T) {
 		}}}, nil)
 		b, _ := io.ReadAll(r.Body)
 		return idem.Response{StatusCode: 201, Cookies: []string{"a=1", "b=2"}, Body: []byte("shipped " + r.PathValue("id") + " " + string(b))}, nil
-	}, func(o *idemhttp.Options) { o.Scope = func(*http.Request) string { return "alice" } })
+	}, func(o *idemhttp.Options[http.Request]) { o.Scope = func(*http.Request) string { return "alice" } })
 	mux := http.NewServeMux()
 	mux.Handle("POST /orders/{id}/ship", h)
 	send := func(path, key, body string) *httptest.ResponseRecorder {
@@ -68,7 +68,7 @@ func TestWrapOnServeMux(t *testing.T) {
 // is 401, and nothing runs.
 func TestWrapWithoutAScopeIsUnauthenticated(t *testing.T) {
 	f := testbed.New(t)
-	h := idemhttp.Wrap(f.Store, nil, func(context.Context, idemhttp.Request[struct{}], *idem.Tx) (idem.Response, error) {
+	h := idemhttp.Wrap(f.Store, nil, func(context.Context, idemhttp.Request[http.Request, struct{}], *idem.Tx) (idem.Response, error) {
 		t.Error("the handler ran")
 		return idem.Response{StatusCode: 201}, nil
 	})

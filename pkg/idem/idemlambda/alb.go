@@ -18,12 +18,12 @@ import (
 // ALBOIDCIdentity behind an authenticate rule. The fingerprint takes the
 // method, the path, the query and the body.
 func ALB[B any](s Doer, parse Parse[B], h Handler[events.ALBTargetGroupRequest, B], optFns ...func(*Options[events.ALBTargetGroupRequest])) func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
-	c := door.NewConfig(nil, optFns)
+	d := newDoor(nil, optFns)
 	return func(ctx context.Context, ev events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
-		in := inbound(ev.Headers, ev.MultiValueHeaders, &ev.Body, &ev.IsBase64Encoded, c.MaxBodyBytes)
+		in := inbound(ev.Headers, ev.MultiValueHeaders, &ev.Body, &ev.IsBase64Encoded, d.MaxBody)
 		query := rawQuery(ev.QueryStringParameters, ev.MultiValueQueryStringParameters)
 		in.Method, in.Route = ev.HTTPMethod, door.Route(ev.Path, nil, query)
-		return toALB(door.Serve(ctx, s, c, &ev, in, parse, h), ev.MultiValueHeaders != nil), nil
+		return toALB(serve(ctx, d, s, &ev, in, parse, h), ev.MultiValueHeaders != nil), nil
 	}
 }
 

@@ -15,15 +15,15 @@ import (
 // ("POST /orders/{id}") and its path parameters, the raw query and the
 // body (the raw path under the $default route).
 func HTTPAPI[B any](s Doer, parse Parse[B], h Handler[events.APIGatewayV2HTTPRequest, B], optFns ...func(*Options[events.APIGatewayV2HTTPRequest])) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	c := door.NewConfig(JWTClaim("sub"), optFns)
+	d := newDoor(JWTClaim("sub"), optFns)
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-		in := inbound(ev.Headers, nil, &ev.Body, &ev.IsBase64Encoded, c.MaxBodyBytes)
+		in := inbound(ev.Headers, nil, &ev.Body, &ev.IsBase64Encoded, d.MaxBody)
 		route := ev.RouteKey
 		if route == "" || route == "$default" {
 			route = ev.RawPath // no route key (the $default route, a hand-made event)
 		}
 		in.Method, in.Route = ev.RequestContext.HTTP.Method, door.Route(route, ev.PathParameters, ev.RawQueryString)
-		r := door.Serve(ctx, s, c, &ev, in, parse, h)
+		r := serve(ctx, d, s, &ev, in, parse, h)
 		out := events.APIGatewayV2HTTPResponse{StatusCode: r.StatusCode, Headers: door.CopyHeader(r.Header), Cookies: r.Cookies}
 		out.Body, out.IsBase64Encoded = encodeBody(r.Body)
 		return out, nil

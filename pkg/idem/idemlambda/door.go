@@ -1,46 +1,57 @@
 package idemlambda
 
 import (
+	"context"
 	"encoding/base64"
 	"net/url"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/idemkeys/idem/pkg/httpapi"
+	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/idemhttp"
 	"github.com/idemkeys/idem/pkg/idem/internal/door"
 )
 
-// Doer is the part of *idem.Store a door calls: a fake of it tests a
-// handler without DynamoDB.
-type Doer = door.Doer
-
-// Request is what an HTTP door hands its handler: the event as it came
-// (its body decoded from base64), Body as Parse made it, the caller's
-// scope and the idempotency key.
-type Request[E, B any] = door.Request[E, B]
-
-// Handler is every HTTP door's handler: it adds its business writes to tx
-// and returns the response to store and send. An error lapses the lease
-// and stores nothing (a TransientError names the status to answer); a
-// final 5xx is sent and not stored.
-type Handler[E, B any] = door.Handler[E, B]
-
-// Parse turns the body into the handler's value before the key is claimed;
-// an error is the answer (a *Refusal as it says, any other 400).
-type Parse[B any] = door.Parse[B]
-
-// Options configure every HTTP door. Options.Scope defaults to the door's
-// verified identity, as each door says.
-type Options[E any] = door.Options[E]
-
-// Refusal is a Parse error that says its status and problem code.
-type Refusal = httpapi.Refusal
-
-// TransientError is a handler's failure the client should retry.
-type TransientError = door.TransientError
+// The HTTP doors' types are idemhttp's, with the event types for E:
+// one Request, Handler, Parse and Options for every HTTP door.
+type (
+	Doer              = idemhttp.Doer
+	Request[E, B any] = idemhttp.Request[E, B]
+	Handler[E, B any] = idemhttp.Handler[E, B]
+	Parse[B any]      = idemhttp.Parse[B]
+	Options[E any]    = idemhttp.Options[E]
+	Refusal           = idemhttp.Refusal
+	TransientError    = idemhttp.TransientError
+)
 
 // HeaderReplayed marks a replayed response: "Idempotent-Replayed: true".
-const HeaderReplayed = door.HeaderReplayed
+const HeaderReplayed = idemhttp.HeaderReplayed
+
+// httpDoor is every HTTP door of this package: its options checked and
+// defaulted (the door's own scope when Options.Scope is nil).
+type httpDoor[E any] struct {
+	scope func(*E) string
+	door.Config
+}
+
+func newDoor[E any](def func(*E) string, optFns []func(*Options[E])) httpDoor[E] {
+	o := Options[E]{Scope: def}
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	if o.Scope == nil {
+		o.Scope = func(*E) string { return "" }
+	}
+	return httpDoor[E]{o.Scope, door.NewConfig(o.MaxBodyBytes, o.Atomic, o.ProblemBase, o.Logger)}
+}
+
+// serve is door.Serve around h, once the door has read ev into in.
+func serve[E, B any](ctx context.Context, d httpDoor[E], s Doer, ev *E, in door.Inbound, parse Parse[B], h Handler[E, B]) idem.Response {
+	return door.Serve(ctx, s, d.Config, ev, d.scope(ev), in, parse, func(ctx context.Context, ev *E, body B, scope, key string, tx *idem.Tx) (idem.Response, error) {
+		return h(ctx, Request[E, B]{Event: ev, Body: body, Scope: scope, Key: key}, tx)
+	})
+}
 
 // inbound reads what the checks need of an event's headers and body.
 func inbound(single map[string]string, multi map[string][]string, body *string, isBase64 *bool, maxBody int) door.Inbound {

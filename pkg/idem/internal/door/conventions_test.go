@@ -156,9 +156,9 @@ func TestEveryDoorRefusesANegativeMaxBodyBytes(t *testing.T) {
 			idemlambda.ALB(s, rawBody, respond[events.ALBTargetGroupRequest](nil), func(o *idemlambda.Options[events.ALBTargetGroupRequest]) { o.MaxBodyBytes = -1 })
 		},
 		"idemhttp.Wrap": func() {
-			idemhttp.Wrap(s, rawBody, func(context.Context, idemhttp.Request[json.RawMessage], *idem.Tx) (idem.Response, error) {
+			idemhttp.Wrap(s, rawBody, func(context.Context, idemhttp.Request[http.Request, json.RawMessage], *idem.Tx) (idem.Response, error) {
 				return idem.Response{}, nil
-			}, func(o *idemhttp.Options) { o.MaxBodyBytes = -1 })
+			}, func(o *idemhttp.Options[http.Request]) { o.MaxBodyBytes = -1 })
 		},
 	}
 	for _, d := range drivers {

@@ -1,9 +1,9 @@
 // Package door is what every HTTP front door of pkg/idem shares: the
-// request value and the handler shape, the options, the checks that write
-// nothing, the call of Do or DoAtomic, and the answers. The public doors
-// (idemhttp for net/http, idemlambda for Lambda's event sources) read their
-// own event into an Inbound, hand it to Serve, and write the Response back
-// in their own form; they alias the types here.
+// checks that write nothing, the call of Do or DoAtomic, and the answers.
+// The public doors (idemhttp.Wrap, idemlambda's HTTP doors) read their own
+// event into an Inbound, hand it to Serve with their handler, and write the
+// Response back in their own form. The types a user sees (Request, Handler,
+// Parse, Options) are idemhttp's.
 package door
 
 import (
@@ -22,73 +22,11 @@ import (
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
-// Doer is the part of *idem.Store a front door calls.
-type Doer interface {
+// doer is what Serve calls of a Store: idemhttp.Doer.
+type doer interface {
 	Do(ctx context.Context, req idem.Request, work idem.Work) (idem.Result, error)
 	DoAtomic(ctx context.Context, req idem.Request, work idem.Work) (idem.Result, error)
 }
-
-// Request is what a door hands its handler once the checks that write
-// nothing have passed.
-type Request[E, B any] struct {
-	// Event is the request as it came, its body decoded from base64.
-	Event *E
-	// Body is the body as the door's Parse made it (the zero value when
-	// Parse is nil).
-	Body B
-	// Scope is the verified caller, Key the idempotency key within it:
-	// what to derive a downstream key from (idem.DownstreamKey).
-	Scope, Key string
-}
-
-// Handler adds its business writes to tx and returns the response to store
-// and send. An error lapses the lease and stores nothing; a final 5xx
-// response is not stored either: it goes back as it is, and the retry runs
-// the handler again.
-type Handler[E, B any] func(ctx context.Context, req Request[E, B], tx *idem.Tx) (idem.Response, error)
-
-// Parse turns a request's body into the handler's value before the key is
-// claimed, so that a refusal writes nothing and the client may correct the
-// request under the same key. It runs once. An error is the answer: an
-// *httpapi.Refusal as it says, any other error 400 "invalid_body".
-type Parse[B any] func(body []byte) (B, error)
-
-// Options configure a front door. The zero value of each field means its
-// default.
-type Options[E any] struct {
-	// Scope reads the caller from the verified identity on the request,
-	// never from a value the client sets (a header, the body). Each door
-	// has its default; "" (or over idem.MaxScopeLength) answers 401.
-	Scope func(ev *E) string
-	// MaxBodyBytes refuses larger bodies with 413 before anything is
-	// written (default 64 KiB). A negative value panics when the door is
-	// built, with an error that matches idem.ErrInvalidOptions.
-	MaxBodyBytes int
-	// Atomic runs the handler with DoAtomic instead of Do: one round trip,
-	// for a handler whose only effect is its writes to tx (it may run more
-	// often than it commits).
-	Atomic bool
-	// ProblemBase is the base of the type URI of the door's problem
-	// details: the type of code c is ProblemBase + c. Empty (the default)
-	// gives RFC 9457's "about:blank".
-	ProblemBase string
-	// Logger receives a line for each refused request and each
-	// misconfiguration (default: none).
-	Logger *slog.Logger
-}
-
-// TransientError is a failure the client should retry: the handler returns
-// it, the lease is lapsed and nothing is stored, and the door answers
-// StatusCode (503 when it is not a 5xx) with Retry-After.
-type TransientError struct {
-	StatusCode int
-	RetryAfter time.Duration
-	Code       string // a stable, machine-readable error code
-	Err        error
-}
-
-func (e *TransientError) Error() string { return fmt.Sprintf("transient (%s): %v", e.Code, e.Err) }
-func (e *TransientError) Unwrap() error { return e.Err }
 
 // Header names of the IETF draft "The Idempotency-Key HTTP Header Field".
 const (
@@ -96,32 +34,28 @@ const (
 	HeaderReplayed       = "Idempotent-Replayed"
 )
 
-// Config is a door's options, checked and defaulted.
-type Config[E any] struct {
-	Options[E]
+// Config is what Serve needs of a door's options, checked.
+type Config struct {
+	MaxBody     int
+	Atomic      bool
+	ProblemBase string
+	Logger      *slog.Logger
 }
 
-// NewConfig applies optFns over the door's default scope and checks the
-// result: an option out of range panics here, with an error that matches
+// NewConfig checks a door's options and fills in their defaults: an option
+// out of range panics here, with an error that matches
 // idem.ErrInvalidOptions, as the doors return no error of their own.
-func NewConfig[E any](scope func(*E) string, optFns []func(*Options[E])) *Config[E] {
-	o := Options[E]{Scope: scope}
-	for _, fn := range optFns {
-		fn(&o)
+func NewConfig(maxBody int, atomic bool, problemBase string, logger *slog.Logger) Config {
+	if maxBody < 0 {
+		panic(fmt.Errorf("%w: MaxBodyBytes %d is negative (0 takes the default, 64 KiB)", idem.ErrInvalidOptions, maxBody))
 	}
-	if o.MaxBodyBytes < 0 {
-		panic(fmt.Errorf("%w: MaxBodyBytes %d is negative (0 takes the default, 64 KiB)", idem.ErrInvalidOptions, o.MaxBodyBytes))
+	if maxBody == 0 {
+		maxBody = 64 << 10
 	}
-	if o.MaxBodyBytes == 0 {
-		o.MaxBodyBytes = 64 << 10
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
 	}
-	if o.Scope == nil {
-		o.Scope = func(*E) string { return "" }
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	return &Config[E]{o}
+	return Config{MaxBody: maxBody, Atomic: atomic, ProblemBase: problemBase, Logger: logger}
 }
 
 // Inbound is a request as every door reduces it for Serve.
@@ -135,12 +69,13 @@ type Inbound struct {
 	Refusal     *httpapi.Refusal
 }
 
-// Serve is every HTTP door after it has read its event: the checks, then
-// Do (or DoAtomic) around h, then the answer, errors as problem details and
-// a replay marked Idempotent-Replayed.
-func Serve[E, B any](ctx context.Context, s Doer, c *Config[E], ev *E, in Inbound, parse Parse[B], h Handler[E, B]) idem.Response {
-	req := Request[E, B]{Event: ev, Scope: c.Scope(ev)}
-	fp, refusal := admit(&in, &req, parse)
+// Serve is every HTTP door after it has read its event: the checks (the
+// scope, then in's own refusal, the key, parse, the fingerprint), then Do
+// (or DoAtomic) around h, then the answer, errors as problem details and a
+// replay marked Idempotent-Replayed.
+func Serve[E, B any](ctx context.Context, s doer, c Config, ev *E, scope string, in Inbound, parse func([]byte) (B, error),
+	h func(ctx context.Context, ev *E, body B, scope, key string, tx *idem.Tx) (idem.Response, error)) idem.Response {
+	key, body, fp, refusal := admit(&in, scope, parse)
 	if refusal != nil {
 		c.Logger.Info("idem: refused", "code", refusal.Code, "status", refusal.StatusCode)
 		return problem(c.ProblemBase, refusal.StatusCode, refusal.Code, refusal.Message, "")
@@ -149,8 +84,8 @@ func Serve[E, B any](ctx context.Context, s Doer, c *Config[E], ev *E, in Inboun
 	if c.Atomic {
 		do = s.DoAtomic
 	}
-	res, err := do(ctx, idem.Request{Scope: req.Scope, Key: req.Key, Fingerprint: fp}, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
-		resp, err := h(ctx, req, tx)
+	res, err := do(ctx, idem.Request{Scope: scope, Key: key, Fingerprint: fp}, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		resp, err := h(ctx, ev, body, scope, key, tx)
 		if err == nil && resp.StatusCode == 0 {
 			resp.StatusCode = http.StatusOK
 		}
@@ -178,38 +113,35 @@ func Serve[E, B any](ctx context.Context, s Doer, c *Config[E], ev *E, in Inboun
 }
 
 // admit runs the checks that write nothing, in order: the identity (401),
-// the body (400, 413), the key (400), Parse, the fingerprint.
-func admit[E, B any](in *Inbound, req *Request[E, B], parse Parse[B]) (fp string, refusal *httpapi.Refusal) {
-	if httpapi.CheckScope(req.Scope) != nil {
-		return "", httpapi.Unauthenticated()
+// the body (400, 413), the key (400), parse, the fingerprint.
+func admit[B any](in *Inbound, scope string, parse func([]byte) (B, error)) (key string, body B, fp string, refusal *httpapi.Refusal) {
+	if httpapi.CheckScope(scope) != nil {
+		return "", body, "", httpapi.Unauthenticated()
 	}
 	if in.Refusal != nil {
-		return "", in.Refusal
+		return "", body, "", in.Refusal
 	}
 	if !in.HasKey {
-		return "", &httpapi.Refusal{StatusCode: http.StatusBadRequest, Code: "idempotency_key_missing", Message: "this endpoint needs an Idempotency-Key header"}
+		return "", body, "", &httpapi.Refusal{StatusCode: http.StatusBadRequest, Code: "idempotency_key_missing", Message: "this endpoint needs an Idempotency-Key header"}
 	}
 	key, err := ParseKey(in.Key)
 	if err != nil {
-		return "", &httpapi.Refusal{StatusCode: http.StatusBadRequest, Code: "idempotency_key_invalid", Message: err.Error()}
+		return "", body, "", &httpapi.Refusal{StatusCode: http.StatusBadRequest, Code: "idempotency_key_invalid", Message: err.Error()}
 	}
-	req.Key = key
 	if parse != nil {
-		body, err := parse(in.Body)
-		if err != nil {
+		if body, err = parse(in.Body); err != nil {
 			var r *httpapi.Refusal
 			if errors.As(err, &r) {
-				return "", r
+				return "", body, "", r
 			}
-			return "", &httpapi.Refusal{StatusCode: http.StatusBadRequest, Code: "invalid_body", Message: err.Error()}
+			return "", body, "", &httpapi.Refusal{StatusCode: http.StatusBadRequest, Code: "invalid_body", Message: err.Error()}
 		}
-		req.Body = body
 	}
 	fp, err = idem.Fingerprint(in.Method, in.Route, in.Body, len(in.Body) > 0 && isJSON(in.ContentType))
 	if err != nil {
-		return "", &httpapi.Refusal{StatusCode: http.StatusBadRequest, Code: "invalid_json", Message: err.Error()}
+		return "", body, "", &httpapi.Refusal{StatusCode: http.StatusBadRequest, Code: "invalid_json", Message: err.Error()}
 	}
-	return fp, nil
+	return key, body, fp, nil
 }
 
 // Route is what the fingerprint takes of where a request went: the route
@@ -263,7 +195,7 @@ func problem(base string, status int, code, detail, retry string) idem.Response 
 // Retry-After wherever a retry under the same key is the way on.
 func errorResponse(base string, err error) idem.Response {
 	var inProgress *idem.InProgressError
-	var transient *TransientError
+	var transient *httpapi.TransientError
 	var unstored interface{ Response() idem.Response }
 	switch {
 	case errors.As(err, &unstored):

@@ -7,6 +7,7 @@ import (
 
 	"github.com/idemkeys/idem/pkg/idem"
 	"github.com/idemkeys/idem/pkg/idem/idemhttp"
+	"github.com/idemkeys/idem/pkg/idem/internal/door"
 )
 
 func TestParseKey(t *testing.T) {
@@ -48,5 +49,12 @@ func TestParseKey(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("ParseKey(%q) = %q, %v; want %q", tc.header, got, err, tc.want)
 		}
+	}
+}
+
+// The engine's header names are idemhttp's, the ones the doors document.
+func TestHeaderNamesAreIdemhttps(t *testing.T) {
+	if door.HeaderIdempotencyKey != idemhttp.HeaderIdempotencyKey || door.HeaderReplayed != idemhttp.HeaderReplayed {
+		t.Fatalf("door's headers %q %q, idemhttp's %q %q", door.HeaderIdempotencyKey, door.HeaderReplayed, idemhttp.HeaderIdempotencyKey, idemhttp.HeaderReplayed)
 	}
 }

@@ -190,10 +190,10 @@ var drivers = []doorDriver{
 	{"ALB, single-value headers", "idemlambda.ALB", albDriver(false)},
 	{"net/http on a ServeMux pattern", "idemhttp.Wrap", func(s idemlambda.Doer, w work) func(doorCall) answer {
 		type principal struct{}
-		h := idemhttp.Wrap(s, rawBody, func(ctx context.Context, req idemhttp.Request[json.RawMessage], tx *idem.Tx) (idem.Response, error) {
+		h := idemhttp.Wrap(s, rawBody, func(ctx context.Context, req idemhttp.Request[http.Request, json.RawMessage], tx *idem.Tx) (idem.Response, error) {
 			st, b := w(ctx, req.Scope, req.Key, req.Body)
 			return idem.Response{StatusCode: st, Body: []byte(b), Cookies: []string{"c=1"}}, nil
-		}, func(o *idemhttp.Options) {
+		}, func(o *idemhttp.Options[http.Request]) {
 			o.Scope = func(r *http.Request) string { p, _ := r.Context().Value(principal{}).(string); return p }
 		})
 		mux := http.NewServeMux()
