@@ -14,7 +14,7 @@ import (
 )
 
 // answer is a provider's answer to the create, sorted: exactly one field is
-// set. README.md, "What the charge does with each provider answer", is the
+// set. docs/charges.md, "What each provider answer becomes", is the
 // table of these cases.
 type answer struct {
 	intent   *stripe.PaymentIntent // created: succeeded, processing, requires_action, ...
