@@ -323,7 +323,9 @@ func floorCases(t *testing.T, f *fixture) []floorCase {
 		return key
 	}
 	held := req("alice", "held-key-00000", body)
-	t.Cleanup(holdKey(t, f.Store, held))
+	// Held for the whole test: a lease that lapsed mid-run would be taken
+	// over (by DoAtomic's 409 case, which then commits).
+	t.Cleanup(holdKey(t, f.NewStore(func(o *idem.Options) { o.Lease = 12 * time.Hour }), held))
 	for _, p := range paths {
 		first := 2
 		if p.name == "DoAtomic" {
