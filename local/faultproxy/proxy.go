@@ -1,8 +1,9 @@
 // Package faultproxy stands between a DynamoDB client and a local engine
 // on loopback and injects faults into chosen operations: throttling, server
 // errors, latency, a connection reset before the request reaches the engine,
-// a request that reaches it (and commits) whose answer is then dropped, and
-// the conflict a single-item write meets beside a transaction in flight.
+// a request that reaches it (and commits) whose answer is then dropped or
+// held, and the conflict a single-item write meets beside a transaction in
+// flight. A fault may be limited to one operation's calls (Fault.Match).
 //
 // It is HTTP-aware because the faults that matter are per operation (only
 // TransactWriteItems, say) and some happen after the engine acted, which a
@@ -13,6 +14,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -45,16 +47,27 @@ const (
 	// DynamoDB does to a single-item write that meets a transaction in
 	// flight on its item. The SDK does not retry it.
 	TransactionConflict
+	// HoldAfter forwards the request, lets the engine act on it, then
+	// holds its answer for Delay before giving it: a caller that dies in
+	// that time dies after its write landed.
+	HoldAfter
 )
 
 // Fault applies to the next Times calls of Op ("TransactWriteItems"; ""
 // for any operation), after the first Skip of them have passed untouched.
+// With Match set, only calls whose request body holds Match count: one
+// operation's calls (its idempotency key is in every call on its record).
+// Reached, when set, is called each time the fault acts, once it has: after
+// the engine acted for CommitThenDrop and HoldAfter, as the hold begins for
+// Latency, as it answers or hangs up for the others.
 type Fault struct {
-	Op    string
-	Kind  Kind
-	Times int
-	Skip  int
-	Delay time.Duration
+	Op      string
+	Kind    Kind
+	Times   int
+	Skip    int
+	Delay   time.Duration
+	Match   string
+	Reached func()
 }
 
 // Proxy is an http.Handler forwarding to the engine.
@@ -76,7 +89,11 @@ func New(endpoint string) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Proxy{target: httputil.NewSingleHostReverseProxy(u), injected: map[Kind]int{}}, nil
+	rp := httputil.NewSingleHostReverseProxy(u)
+	// A request whose caller hung up (killed, or gone after a lost
+	// answer) fails on its way; that is the point, not news for the log.
+	rp.ErrorLog = log.New(io.Discard, "", 0)
+	return &Proxy{target: rp, injected: map[Kind]int{}}, nil
 }
 
 // Inject queues a fault.
@@ -96,11 +113,18 @@ func (p *Proxy) Injected(kind Kind) int {
 	return p.injected[kind]
 }
 
-func (p *Proxy) take(op string) (Fault, bool) {
+// Clear drops the faults not yet injected: the network heals.
+func (p *Proxy) Clear() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.faults = nil
+}
+
+func (p *Proxy) take(op string, body []byte) (Fault, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i, f := range p.faults {
-		if f.Op != "" && f.Op != op {
+		if f.Op != "" && f.Op != op || f.Match != "" && !bytes.Contains(body, []byte(f.Match)) {
 			continue
 		}
 		if f.Skip > 0 {
@@ -123,23 +147,38 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if i := strings.LastIndexByte(op, '.'); i >= 0 {
 		op = op[i+1:]
 	}
-	f, ok := p.take(op)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		hangUp(w)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	f, ok := p.take(op, body)
 	if !ok {
 		p.target.ServeHTTP(w, r)
 		return
 	}
+	reached := func() {
+		if f.Reached != nil {
+			f.Reached()
+		}
+	}
 	switch f.Kind {
 	case Throttle:
+		reached()
 		dynamoError(w, http.StatusBadRequest, "ThrottlingException", "Rate of requests exceeds the allowed throughput.")
 	case ServerError:
+		reached()
 		dynamoError(w, http.StatusInternalServerError, "InternalServerError", "Internal server error")
 	case Latency:
+		reached()
 		time.Sleep(f.Delay)
 		p.target.ServeHTTP(w, r)
 	case ResetBefore:
+		reached()
 		hangUp(w)
 	case LandLate:
-		body, _ := io.ReadAll(r.Body)
+		reached()
 		late := r.Clone(context.WithoutCancel(r.Context()))
 		p.late.Add(1)
 		go func() {
@@ -150,11 +189,23 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}()
 		hangUp(w)
 	case TransactionConflict:
+		reached()
 		dynamoError(w, http.StatusBadRequest, "TransactionConflictException", "Transaction is ongoing for the item")
 	case CommitThenDrop:
 		rec := &discard{header: http.Header{}}
 		p.target.ServeHTTP(rec, r) // the engine acts; its answer goes nowhere
+		reached()
 		hangUp(w)
+	case HoldAfter:
+		rec := &discard{header: http.Header{}}
+		p.target.ServeHTTP(rec, r) // the engine acts; its answer waits
+		reached()
+		time.Sleep(f.Delay)
+		for k, v := range rec.header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.status)
+		w.Write(rec.body.Bytes())
 	}
 }
 
@@ -177,9 +228,19 @@ func hangUp(w http.ResponseWriter) {
 // discard is a ResponseWriter that keeps nothing.
 type discard struct {
 	header http.Header
+	status int
 	body   bytes.Buffer
 }
 
-func (d *discard) Header() http.Header         { return d.header }
-func (d *discard) Write(b []byte) (int, error) { return d.body.Write(b) }
-func (d *discard) WriteHeader(int)             {}
+func (d *discard) Header() http.Header { return d.header }
+func (d *discard) Write(b []byte) (int, error) {
+	if d.status == 0 {
+		d.status = http.StatusOK
+	}
+	return d.body.Write(b)
+}
+func (d *discard) WriteHeader(status int) {
+	if d.status == 0 {
+		d.status = status
+	}
+}

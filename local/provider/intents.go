@@ -36,7 +36,10 @@ func (s *Simulator) create(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, apiError("invalid_request_error", "", "Invalid form body"))
 		return
 	}
-	fault, faulted := s.nextFault()
+	fault, faulted := s.nextFault(r.PostForm.Get("description"))
+	if faulted && fault.Kind != HangAfterEffect {
+		fault.reached()
+	}
 	switch {
 	case faulted && fault.Kind == Delay:
 		if !wait(r, fault.Delay) {
@@ -72,8 +75,11 @@ func (s *Simulator) create(w http.ResponseWriter, r *http.Request) {
 	}
 	status, body, began := s.execute(r, key, fault, faulted)
 	s.save(key, entry, status, body, began)
-	if faulted && fault.Kind == HangAfterEffect && !wait(r, fault.Delay) {
-		return
+	if faulted && fault.Kind == HangAfterEffect {
+		fault.reached()
+		if !wait(r, fault.Delay) {
+			return
+		}
 	}
 	if faulted && fault.Kind == DropAfterEffect && drop(w) {
 		return
@@ -338,7 +344,7 @@ func (s *Simulator) charge(form url.Values, key string) (int, []byte) {
 	pi.seq = s.seq
 	s.intents[pi.ID] = pi
 	s.effects = append(s.effects, Effect{Seq: len(s.effects) + 1, PaymentIntentID: pi.ID, IdempotencyKey: key, Amount: amount,
-		Currency: pi.Currency, Status: pi.Status, Customer: pi.Customer, PaymentMethod: pmID})
+		Currency: pi.Currency, Status: pi.Status, Customer: pi.Customer, PaymentMethod: pmID, Description: pi.Description})
 	s.mu.Unlock()
 	s.log.Info("provider: payment intent created", "payment_intent", pi.ID, "amount", amount, "currency", pi.Currency, "status", pi.Status)
 	if cardErr != nil {

@@ -81,12 +81,18 @@ const (
 
 var faultKinds = map[FaultKind]bool{Delay: true, FailBeforeEffect: true, FailAfterEffect: true, DropAfterEffect: true, HangAfterEffect: true, KeyInUse: true, NotJSON: true}
 
-// Fault applies to the next Times create requests (at least one).
+// Fault applies to the next Times create requests (at least one); with
+// Match set, only to those whose description is Match (one operation's).
+// Reached, when set, is called each time the fault acts, as it does: for
+// Delay as the hold begins, for HangAfterEffect once the effect is made and
+// the hold begins, for the others as the answer is chosen.
 type Fault struct {
-	Kind   FaultKind     `json:"kind"`
-	Delay  time.Duration `json:"delay,omitempty"`
-	Status int           `json:"status,omitempty"`
-	Times  int           `json:"times,omitempty"`
+	Kind    FaultKind     `json:"kind"`
+	Delay   time.Duration `json:"delay,omitempty"`
+	Status  int           `json:"status,omitempty"`
+	Times   int           `json:"times,omitempty"`
+	Match   string        `json:"match,omitempty"`
+	Reached func()        `json:"-"`
 }
 
 // Effect is one payment intent created: a real charge attempt.
@@ -99,6 +105,7 @@ type Effect struct {
 	Status          string `json:"status"`
 	Customer        string `json:"customer,omitempty"`
 	PaymentMethod   string `json:"payment_method,omitempty"`
+	Description     string `json:"description,omitempty"`
 }
 
 // Simulator is an http.Handler serving the API. Create one with New.
@@ -247,19 +254,29 @@ func (s *Simulator) serveControl(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Simulator) nextFault() (Fault, bool) {
+// nextFault takes the first fault that applies to a create with this
+// description.
+func (s *Simulator) nextFault(description string) (Fault, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.faults) == 0 {
-		return Fault{}, false
+	for i, f := range s.faults {
+		if f.Match != "" && f.Match != description {
+			continue
+		}
+		if f.Times--; f.Times == 0 {
+			s.faults = append(s.faults[:i:i], s.faults[i+1:]...)
+		} else {
+			s.faults[i] = f
+		}
+		return f, true
 	}
-	f := s.faults[0]
-	if f.Times--; f.Times == 0 {
-		s.faults = s.faults[1:]
-	} else {
-		s.faults[0] = f
+	return Fault{}, false
+}
+
+func (f Fault) reached() {
+	if f.Reached != nil {
+		f.Reached()
 	}
-	return f, true
 }
 
 type apiErr = map[string]map[string]any
