@@ -122,6 +122,12 @@ const condCompletedAsRead = "#status = :completed AND lease_token = :mine"
 // replay it until their entry expires: disable the cache where deletes
 // must take effect everywhere at once.
 //
+// Delete a key only once none of its holders can still be running (it
+// completed longer ago than the function's timeout): a fenced slow holder,
+// or a claim still in flight, would otherwise act on the key's next life,
+// as on a record expired under it (model: idem.pml's Operator waits for
+// that, the assumption DESIGN.md names).
+//
 // A delete whose answer is lost is read back: the SDK's resend carries the
 // first send's ClientRequestToken, which DynamoDB answers with the first
 // send's success; with every answer lost, Delete reads the key, and the
