@@ -189,7 +189,7 @@ func resolve(ctx context.Context, send func() error) error {
 	until := time.Now().Add(settleFor)
 	for attempt := 0; ; attempt++ {
 		err := send()
-		if err == nil || errors.Is(err, ErrMisconfigured) || refused(err) || !time.Now().Before(until) {
+		if err == nil || conditionFailed(err) != nil || errors.Is(err, ErrMisconfigured) || refused(err) || !time.Now().Before(until) {
 			return err
 		}
 		sleep(context.WithoutCancel(ctx), min(backoff(min(attempt, 5)), time.Until(until)))

@@ -158,3 +158,23 @@ func TestLeaseAtMostHalfTheTTL(t *testing.T) {
 		}
 	}
 }
+
+// DoAtomic's transaction lands and every answer is lost: the hand-back
+// fails its condition on the record completed under the commit's own
+// token, which is the answer at once. (resolve stops at a failed
+// condition: it used to send the hand-back again until settleFor ran out.)
+func TestAtomicUnknownCommitThatLandedIsSettledAtOnce(t *testing.T) {
+	f := newFixture(t)
+	proxy, store := f.proxied()
+	proxy.Inject(faultproxy.Fault{Op: "TransactWriteItems", Kind: faultproxy.CommitThenDrop, Times: 3})
+	start := time.Now()
+	res, err := store.DoAtomic(context.Background(), req("alice", "k1", `{}`), f.newOrder("alice", nil))
+	took := time.Since(start)
+	mustInject(t, proxy, faultproxy.CommitThenDrop, 3)
+	if err != nil || res.Response.StatusCode != 201 || f.orders("alice") != 1 {
+		t.Fatalf("DoAtomic = %+v, %v, %d orders; want the committed 201", res, err, f.orders("alice"))
+	}
+	if took > 5*time.Second {
+		t.Fatalf("DoAtomic took %v: the hand-back was sent again past its answer", took)
+	}
+}
