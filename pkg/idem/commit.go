@@ -13,8 +13,9 @@ import (
 // idempotency record, after the same limit checks as Do's commit: the
 // keyless path of a handler that also runs under Do (idemlambda.Function's
 // PassThrough). A write whose condition fails with a ConflictFunc answers
-// with that function's response, nothing written; without one, the error
-// is ErrWriteConditionFailed. A transaction whose answer was lost is sent
+// with that function's response, nothing written (a 5xx response is an
+// error, as on Do's path); without one, the error is
+// ErrWriteConditionFailed. A transaction whose answer was lost is sent
 // again with its ClientRequestToken, which makes DynamoDB's retry
 // idempotent for ten minutes.
 func (s *Store) Commit(ctx context.Context, tx *Tx) (*Response, error) {
@@ -44,6 +45,9 @@ func (s *Store) Commit(ctx context.Context, tx *Tx) (*Response, error) {
 		resp, err := tx.writes[i].OnConflict(cancelled.CancellationReasons[i].Item)
 		if err != nil {
 			return nil, err
+		}
+		if resp.StatusCode >= 500 {
+			return nil, &unstored{resp: resp} // as on Do's path: a 5xx is no answer
 		}
 		return &resp, nil
 	case refused(err):

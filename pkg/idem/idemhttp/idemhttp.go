@@ -49,7 +49,8 @@ type Doer interface {
 // here, an API Gateway, function URL or ALB event in idemlambda.
 type Request[E, B any] struct {
 	// Event is the request as it came, its body decoded from base64 (an
-	// *http.Request's body read once, and readable again).
+	// *http.Request's body read once, and readable again, its context the
+	// work's, as ctx is).
 	Event *E
 	// Body is the body as the door's Parse made it (the zero value when
 	// Parse is nil).
@@ -61,9 +62,10 @@ type Request[E, B any] struct {
 
 // Handler is every HTTP door's handler: it adds its business writes to tx
 // and returns the response to store and send. An error lapses the lease
-// and stores nothing (a *TransientError names the status to answer); a
-// final 5xx response is sent as it is and not stored either, so the retry
-// runs the handler again.
+// and stores nothing: a *TransientError is answered with its status and
+// Retry-After, a *Refusal with its own status, any other error 503 with
+// Retry-After. A final 5xx response is sent and not stored either, so the
+// retry runs the handler again.
 type Handler[E, B any] func(ctx context.Context, req Request[E, B], tx *idem.Tx) (idem.Response, error)
 
 // Parse turns a request's body into the handler's value before the key is
@@ -128,7 +130,9 @@ func Wrap[B any](s Doer, parse Parse[B], h Handler[http.Request, B], optFns ...f
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		in := read(r, c.MaxBody)
 		resp := door.Serve(r.Context(), s, c, r, o.Scope(r), in, parse, func(ctx context.Context, r *http.Request, body B, scope, key string, tx *idem.Tx) (idem.Response, error) {
-			return h(ctx, Request[http.Request, B]{Event: r, Body: body, Scope: scope, Key: key}, tx)
+			// The request carries the work's context: its deadline is the
+			// lease's, less the commit's reserve.
+			return h(ctx, Request[http.Request, B]{Event: r.WithContext(ctx), Body: body, Scope: scope, Key: key}, tx)
 		})
 		header := w.Header()
 		for k, v := range resp.Header {

@@ -80,3 +80,25 @@ func TestWrapWithoutAScopeIsUnauthenticated(t *testing.T) {
 		t.Fatalf("%d after %d DynamoDB calls, want 401 and none", rec.Code, f.DB.Total())
 	}
 }
+
+// The handler's request carries the work's context, whose deadline is the
+// lease's less the commit's reserve, as ctx is: r.Context() is no way
+// around the lease.
+func TestTheRequestCarriesTheWorksContext(t *testing.T) {
+	f := testbed.New(t)
+	h := idemhttp.Wrap(f.Store, nil, func(ctx context.Context, req idemhttp.Request[http.Request, struct{}], tx *idem.Tx) (idem.Response, error) {
+		want, ok := ctx.Deadline()
+		got, has := req.Event.Context().Deadline()
+		if !ok || !has || !got.Equal(want) {
+			return idem.Response{StatusCode: 500}, nil
+		}
+		return idem.Response{StatusCode: 201}, nil
+	}, func(o *idemhttp.Options[http.Request]) { o.Scope = func(*http.Request) string { return "alice" } })
+	rec := httptest.NewRecorder()
+	r := httptest.NewRequest("POST", "/orders", strings.NewReader(`{}`))
+	r.Header.Set(idemhttp.HeaderIdempotencyKey, "k1")
+	h.ServeHTTP(rec, r)
+	if rec.Code != 201 {
+		t.Fatalf("%d: the request's context has not the work's deadline", rec.Code)
+	}
+}

@@ -46,9 +46,11 @@ type ConsumerOptions[E any] struct {
 	Atomic bool
 	// PassThrough (Function only) runs the handler without idempotency for
 	// an input whose key is "", instead of failing with ErrNoKey; its
-	// writes to tx commit alone, in one transaction (idem.Store.Commit).
+	// writes to tx commit alone, in one transaction (idem.Store.Commit:
+	// Function panics when built with PassThrough on a Doer without it).
 	PassThrough bool
-	// Logger receives a line for each event that failed (default: none).
+	// Logger receives a line for each event that failed, on SQS and
+	// EventBridge (default: none); Function returns its errors instead.
 	Logger *slog.Logger
 }
 
@@ -81,14 +83,17 @@ func newConsumer[E any](door string, optFns []func(*ConsumerOptions[E])) *consum
 
 // process runs h once for ev under its id, as every consumer does.
 func (c *consumer[E]) process(ctx context.Context, s Doer, ev *E, h EventHandler[E]) error {
-	key, err := c.Key(ev)
-	if err != nil {
+	var key, fp string
+	err := contained(func() (err error) { // the options' functions are the user's code too
+		if key, err = c.Key(ev); err != nil {
+			return err
+		}
+		if key == "" {
+			return ErrNoKey
+		}
+		fp, err = c.fingerprint(ev)
 		return err
-	}
-	if key == "" {
-		return ErrNoKey
-	}
-	fp, err := c.fingerprint(ev)
+	})
 	if err != nil {
 		return err
 	}

@@ -319,3 +319,31 @@ func TestPanickingEventIsAnError(t *testing.T) {
 		t.Fatalf("event took effect %d times", got)
 	}
 }
+
+// TestAPanickingOptionFailsItsMessageAlone: ConsumerOptions.Key and
+// Fingerprint are the user's code as the handler is: a panic in them fails
+// its own message, and the batch's others are processed.
+func TestAPanickingOptionFailsItsMessageAlone(t *testing.T) {
+	f := newFixture(t)
+	handle := consumer(f, func(o *idemlambda.ConsumerOptions[events.SQSMessage]) {
+		o.Fingerprint = func(m *events.SQSMessage) any {
+			if m.Body == "bad-option" {
+				var p *struct{ X int }
+				return p.X // the option's own bug
+			}
+			return m.Body
+		}
+	})
+	var resp events.SQSEventResponse
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				t.Fatalf("the panic left the handler: %v", p)
+			}
+		}()
+		resp, _ = handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{message("a", "order-a"), message("p", "bad-option")}})
+	}()
+	if got := failedIDs(resp); len(got) != 1 || got[0] != "p" || times(f, "order-a") != 1 {
+		t.Fatalf("failures %v, order-a %d times; want only p failed", got, times(f, "order-a"))
+	}
+}

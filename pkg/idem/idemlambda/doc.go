@@ -34,8 +34,9 @@
 // is skipped; a failed or panicking event fails alone and is delivered
 // again.
 //
-// Every door checks its options when it is built and panics on one that
-// is missing or out of range, with an error that matches
-// idem.ErrInvalidOptions: a misconfigured function fails at its init,
-// with the cause in its log.
+// Every door checks its options when it is built and panics on one out of
+// range (a negative MaxBodyBytes) or missing (a consumer's Scope,
+// Function's Key), with an error that matches idem.ErrInvalidOptions: a
+// misconfigured function fails at its init, with the cause in its log. An
+// HTTP door without a scope builds, and answers every request 401.
 package idemlambda

@@ -28,7 +28,7 @@ func Function[In, Out any](s Doer, h func(ctx context.Context, ev Event[In], tx 
 		panic(idemOptionsError("Function: PassThrough needs a Doer with Commit, as *idem.Store has"))
 	}
 	if c.Fingerprint == nil {
-		c.Fingerprint = func(in *In) any { return in }
+		c.Fingerprint = func(in *In) any { return *in } // the value, as fingerprints were made before
 	}
 	do := s.Do
 	if c.Atomic {

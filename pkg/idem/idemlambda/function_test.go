@@ -163,3 +163,55 @@ func TestFunctionPassThroughAnswersAsTheKeyedPath(t *testing.T) {
 		t.Fatalf("101 writes without a key: %v after %d calls; want ErrTooManyWrites before any", err, f.DB.Total()-before)
 	}
 }
+
+// TestFunctionAnswersAConcurrentRepeatInProgress: a repeat while the first
+// call runs fails with idem.ErrInProgress, and runs nothing.
+func TestFunctionAnswersAConcurrentRepeatInProgress(t *testing.T) {
+	f := newFixture(t)
+	held, release := make(chan struct{}), make(chan struct{})
+	var runs atomic.Int32
+	ship := idemlambda.Function(f.Store, func(ctx context.Context, ev idemlambda.Event[shipTask], tx *idem.Tx) (shipped, error) {
+		if runs.Add(1) == 1 {
+			close(held)
+			<-release
+		}
+		return shipped{TrackingID: "t"}, nil
+	}, func(o *idemlambda.ConsumerOptions[shipTask]) {
+		o.Scope = "shipper"
+		o.Key = func(in *shipTask) (string, error) { return in.ExecutionID, nil }
+	})
+	done := make(chan error)
+	go func() { _, err := ship(context.Background(), shipTask{ExecutionID: "e1"}); done <- err }()
+	<-held
+	_, err := ship(context.Background(), shipTask{ExecutionID: "e1"})
+	close(release)
+	if first := <-done; first != nil || !errors.Is(err, idem.ErrInProgress) || runs.Load() != 1 {
+		t.Fatalf("first %v, concurrent %v after %d runs; want ErrInProgress and one run", first, err, runs.Load())
+	}
+}
+
+// TestFunctionPassThroughConflict5xxIsAnError: a ConflictFunc's 5xx is no
+// answer on either path: the keyed call and the keyless one both fail.
+func TestFunctionPassThroughConflict5xxIsAnError(t *testing.T) {
+	f := newFixture(t)
+	if _, err := f.Store.Do(context.Background(), testbed.Req("pre", "k", `{}`), func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		tx.Add(f.OrderPut("shipper", "o-1", "first"), nil)
+		return idem.Response{StatusCode: 201}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ship := idemlambda.Function(f.Store, func(ctx context.Context, ev idemlambda.Event[shipTask], tx *idem.Tx) (shipped, error) {
+		tx.Add(f.OrderPut("shipper", ev.Event.OrderID, "again"), func(map[string]types.AttributeValue) (idem.Response, error) {
+			return idem.Response{StatusCode: 503, Body: []byte(`{"tracking_id":"busy"}`)}, nil
+		})
+		return shipped{TrackingID: "new"}, nil
+	}, func(o *idemlambda.ConsumerOptions[shipTask]) {
+		o.Scope, o.PassThrough = "shipper", true
+		o.Key = func(in *shipTask) (string, error) { return in.ExecutionID, nil }
+	})
+	keyed, kerr := ship(context.Background(), shipTask{ExecutionID: "e1", OrderID: "o-1"})
+	free, ferr := ship(context.Background(), shipTask{OrderID: "o-1"})
+	if kerr == nil || ferr == nil {
+		t.Fatalf("keyed %+v %v, pass-through %+v %v; want both to fail", keyed, kerr, free, ferr)
+	}
+}

@@ -86,18 +86,20 @@ func Serve[E, B any](ctx context.Context, s doer, c Config, ev *E, scope string,
 	}
 	res, err := do(ctx, idem.Request{Scope: scope, Key: key, Fingerprint: fp}, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
 		resp, err := h(ctx, ev, body, scope, key, tx)
-		if err == nil && resp.StatusCode == 0 {
+		if err != nil {
+			return idem.Response{}, err
+		}
+		if resp.StatusCode == 0 {
 			resp.StatusCode = http.StatusOK
 		}
-		if err == nil && resp.StatusCode >= 500 {
+		resp.Header = storedHeader(resp.Header)
+		if resp.StatusCode >= 500 {
 			// The handler's own final 5xx is a transient failure on
-			// every door: not stored, the lease lapsed, sent back as is.
+			// every door: not stored, the lease lapsed, sent back as it
+			// is but for the headers of one transmission.
 			return idem.Response{}, &failedResponse{resp: resp}
 		}
-		if err == nil {
-			resp.Header = storedHeader(resp.Header)
-		}
-		return resp, err
+		return resp, nil
 	})
 	if err != nil {
 		if errors.Is(err, idem.ErrMisconfigured) {
@@ -131,10 +133,14 @@ func admit[B any](in *Inbound, scope string, parse func([]byte) (B, error)) (key
 	if parse != nil {
 		if body, err = parse(in.Body); err != nil {
 			var r *httpapi.Refusal
-			if errors.As(err, &r) {
+			switch {
+			case errors.As(err, &r) && r == nil:
+				// A typed nil *Refusal in the error: no refusal at all.
+			case r != nil:
 				return "", body, "", r
+			default:
+				return "", body, "", &httpapi.Refusal{StatusCode: http.StatusBadRequest, Code: "invalid_body", Message: err.Error()}
 			}
-			return "", body, "", &httpapi.Refusal{StatusCode: http.StatusBadRequest, Code: "invalid_body", Message: err.Error()}
 		}
 	}
 	fp, err = idem.Fingerprint(in.Method, in.Route, in.Body, len(in.Body) > 0 && isJSON(in.ContentType))
@@ -197,6 +203,7 @@ func errorResponse(base string, err error) idem.Response {
 	var inProgress *idem.InProgressError
 	var transient *httpapi.TransientError
 	var unstored interface{ Response() idem.Response }
+	var refusal *httpapi.Refusal
 	switch {
 	case errors.As(err, &unstored):
 		// The handler's final 5xx, or its ConflictFunc's: sent as it is.
@@ -211,6 +218,13 @@ func errorResponse(base string, err error) idem.Response {
 		return problem(base, http.StatusUnprocessableEntity, "idempotency_key_reused", "this Idempotency-Key was used with a different request", "")
 	case errors.Is(err, idem.ErrInvalidKey):
 		return problem(base, http.StatusBadRequest, "idempotency_key_invalid", err.Error(), "")
+	case errors.As(err, &refusal) && refusal != nil:
+		// The handler's own refusal: its status, nothing stored.
+		return problem(base, refusal.StatusCode, refusal.Code, refusal.Message, "")
+	case errors.Is(err, idem.ErrInvalidBody):
+		// A request the fingerprint cannot take: the same request is
+		// refused again, so no Retry-After.
+		return problem(base, http.StatusBadRequest, "invalid_body", err.Error(), "")
 	case errors.As(err, &transient):
 		status := transient.StatusCode
 		if status < 500 || status > 599 {

@@ -54,6 +54,9 @@ func (f *fake) Do(ctx context.Context, req idem.Request, work idem.Work) (idem.R
 	if err := idem.ValidateKey(req.Key); err != nil {
 		return idem.Result{}, err
 	}
+	if req.Fingerprint == "" {
+		return idem.Result{}, idem.ErrInvalidBody // as the Store refuses it
+	}
 	k := req.Scope + "\x00" + req.Key
 	f.mu.Lock()
 	r := f.recs[k]
