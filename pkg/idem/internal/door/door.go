@@ -221,6 +221,9 @@ func errorResponse(base string, err error) idem.Response {
 	case errors.As(err, &refusal) && refusal != nil:
 		// The handler's own refusal: its status, nothing stored.
 		return problem(base, refusal.StatusCode, refusal.Code, refusal.Message, "")
+	case errors.Is(err, idem.ErrInvalidScope):
+		// The core's own check of the scope (the door's comes first).
+		return problem(base, http.StatusUnauthorized, "unauthenticated", "no verified identity on this request", "")
 	case errors.Is(err, idem.ErrInvalidBody):
 		// A request the fingerprint cannot take: the same request is
 		// refused again, so no Retry-After.
