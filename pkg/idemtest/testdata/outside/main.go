@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"log"
 	"os"
 
@@ -52,11 +53,16 @@ func handler(store *idem.Store, orders string) func(context.Context, events.APIG
 }
 
 func main() {
-	cfg, err := config.LoadDefaultConfig(context.Background())
+	ctx := context.Background()
+	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}
-	store, err := idem.New(dynamodb.NewFromConfig(cfg), os.Getenv("IDEMPOTENCY_TABLE"))
+	db, table := dynamodb.NewFromConfig(cfg), os.Getenv("IDEMPOTENCY_TABLE")
+	if err := idem.CheckSingleRegion(ctx, db, table); errors.Is(err, idem.ErrMisconfigured) {
+		log.Fatal(err) // a global table: two Regions could both run one key's work
+	}
+	store, err := idem.New(db, table)
 	if err != nil {
 		log.Fatal(err)
 	}
