@@ -8,7 +8,7 @@ LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags='-s -w' -buildvcs=false
 FUNCTIONS    := charge order orderstats
 HOST_ARCH    := $(shell $(GO) env GOARCH)
 
-.PHONY: help test vet fuzz soak run demo model bench bench-powertools build invoke deps deploy clean sam-local-env
+.PHONY: help test vet fuzz soak chaos run demo model bench bench-powertools build invoke deps deploy clean sam-local-env
 
 help:
 	@echo "make run     the whole API on 127.0.0.1:3000: DynamoDB engine, provider simulator, functions under the Lambda RIE"
@@ -17,7 +17,8 @@ help:
 	@echo "make model   check the protocol's Promela model with spin, with its negative controls"
 	@echo "make bench   every figure of BENCHMARKS.md, into bin/bench/ (installs Powertools from npm into bin/powertools)"
 	@echo "make bench-powertools   only pkg/idem beside Powertools for AWS Lambda (TypeScript)"
-	@echo "make soak    the race storm at 1000 operations and long fuzz runs, a million inputs per target (RELIABILITY.md)"
+	@echo "make soak    the race storm at 1000 operations, the chaos campaign at 5000, and long fuzz runs, a million inputs per target (RELIABILITY.md)"
+	@echo "make chaos   [CHAOS_SEED=1 CHAOS_OPS=1000 CHAOS_CLIENTS=8]: every fault at once through the whole local stack, and a checker over what the world holds afterwards"
 	@echo "make build   bootstrap binaries: bin/<fn>/bootstrap (host arch) and bin/arm64/<fn>/bootstrap"
 	@echo "make invoke  FN=charge EVENT=events/charge-create.json [TIMES=2]: run a bootstrap under the Lambda RIE against make run's stack"
 	@echo "make sam-local-env  [SAM_HOST=host.docker.internal]: the engine and the simulator for sam local, and local/.run/sam-env.json for --env-vars"
@@ -56,10 +57,26 @@ fuzz:
 	  $(GO) test -run '^$$' -fuzz "^$${f#*:}$$" -fuzztime $(FUZZTIME) ./pkg/idem/$${f%%:*} || exit 1; \
 	done
 
-# The long runs: the race storm at 1000 logical operations, a million fuzz inputs per target.
+# The long runs: the race storm at 1000 logical operations, the chaos
+# campaign at 5000, a million fuzz inputs per target.
 soak: deps
 	STORM_OPS=1000 $(GO) test -count=1 -timeout 30m -run 'TestRaceStorm$$' -v ./functions/charge
+	@$(MAKE) --no-print-directory chaos CHAOS_OPS=5000
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=1000000x
+
+# The chaos campaign (local/chaos): CHAOS_OPS logical operations from
+# CHAOS_CLIENTS concurrent clients through the whole local stack, faults
+# drawn from CHAOS_SEED, several at once; then a checker over the provider's
+# ledger, the tables and every answer. Its table and closing line go to
+# bin/chaos/seed-<seed>.md. make test runs a short one (200 operations).
+CHAOS_SEED    ?= 1
+CHAOS_OPS     ?= 1000
+CHAOS_CLIENTS ?= 8
+chaos: deps
+	@mkdir -p bin/chaos
+	@set -o pipefail; CHAOS_SEED=$(CHAOS_SEED) CHAOS_OPS=$(CHAOS_OPS) CHAOS_CLIENTS=$(CHAOS_CLIENTS) CHAOS_OUT=$(CURDIR)/bin/chaos/seed-$(CHAOS_SEED).md \
+	  $(GO) test -count=1 -timeout 60m -run 'TestChaos$$' -v ./local/chaos | grep -v '^=== '
+	@cat bin/chaos/seed-$(CHAOS_SEED).md
 
 # Built, then run as make's own child (not under go run, which would answer
 # an interrupt with exit status 1): Ctrl-C or SIGTERM stops the stack, and
@@ -87,7 +104,7 @@ LOAD_REQUESTS ?= 10000
 bench: deps build $(POWERTOOLS)
 	@mkdir -p bin/bench
 	@echo "• library overhead in process (6 runs each)"
-	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pkg/idem | tee bin/bench/inprocess.txt
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pkg/idem ./pkg/idem/idemlambda | tee bin/bench/inprocess.txt
 	@echo "• calls and capacity per request"
 	@{ echo "Engine: DynamoDB Local 3.3.1 (calls asserted, capacity by DynamoDB's rules)."; echo; \
 	  $(GO) test -count=1 -run 'TestCostPerRequest$$' -v ./pkg/idem | grep '^ *|' | sed 's/^ *//'; } | tee bin/bench/cost.md
