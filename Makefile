@@ -18,7 +18,7 @@ help:
 	@echo "make bench   every figure of BENCHMARKS.md, into bin/bench/ (installs Powertools from npm into bin/powertools)"
 	@echo "make bench-powertools   only pkg/idem beside Powertools for AWS Lambda (TypeScript)"
 	@echo "make soak    the race storm at 1000 operations, the chaos campaign at 5000, and long fuzz runs, a million inputs per target (RELIABILITY.md)"
-	@echo "make chaos   [CHAOS_SEED=1 CHAOS_OPS=1000 CHAOS_CLIENTS=8]: every fault at once through the whole local stack, and a checker over what the world holds afterwards"
+	@echo "make chaos   [CHAOS_SEED=1 CHAOS_OPS=1000 CHAOS_CLIENTS=16]: every fault at once through the whole local stack, and a checker over what the world holds afterwards"
 	@echo "make build   bootstrap binaries: bin/<fn>/bootstrap (host arch) and bin/arm64/<fn>/bootstrap"
 	@echo "make invoke  FN=charge EVENT=events/charge-create.json [TIMES=2]: run a bootstrap under the Lambda RIE against make run's stack"
 	@echo "make sam-local-env  [SAM_HOST=host.docker.internal]: the engine and the simulator for sam local, and local/.run/sam-env.json for --env-vars"
@@ -71,7 +71,7 @@ soak: deps
 # bin/chaos/seed-<seed>.md. make test runs a short one (200 operations).
 CHAOS_SEED    ?= 1
 CHAOS_OPS     ?= 1000
-CHAOS_CLIENTS ?= 8
+CHAOS_CLIENTS ?= 16
 chaos: deps
 	@mkdir -p bin/chaos
 	@set -o pipefail; CHAOS_SEED=$(CHAOS_SEED) CHAOS_OPS=$(CHAOS_OPS) CHAOS_CLIENTS=$(CHAOS_CLIENTS) CHAOS_OUT=$(CURDIR)/bin/chaos/seed-$(CHAOS_SEED).md \

@@ -26,12 +26,14 @@ package chaos
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -93,7 +95,7 @@ func New(s *devstack.Stack, stats *rie.Pool, cfg Config) (*Campaign, error) {
 	}
 	c := &Campaign{cfg: cfg, stack: s, stats: stats, db: dynamo.NewClient(s.Endpoint), injected: map[string]int{},
 		base:     &http.Transport{MaxIdleConnsPerHost: 64},
-		inflight: make(chan struct{}, 4*cfg.Clients), sending: make(chan struct{}, cfg.Clients)}
+		inflight: make(chan struct{}, 16*cfg.Clients), sending: make(chan struct{}, cfg.Clients)}
 	var err error
 	if c.apiFaults, err = faultproxy.New(s.APIURL); err != nil {
 		return nil, err
@@ -160,12 +162,18 @@ func (c *Campaign) Run(ctx context.Context) (*Report, error) {
 			defer func() { <-c.inflight }()
 			c.run(ctx, op)
 		})
-		if (i+1)%500 == 0 {
+		if (i+1)%(max(100, c.cfg.Ops/10)) == 0 {
 			c.progress("%d operations begun", i+1)
 		}
 	}
 	wg.Wait()
-	c.progress("every operation ran; the faults heal")
+	took := make([]time.Duration, len(c.ops))
+	for i, op := range c.ops {
+		took[i] = op.took
+	}
+	slices.Sort(took)
+	c.progress("every operation ran (each took %v at the median, %v at the 90th percentile, %v at most); the faults heal",
+		took[len(took)/2].Round(time.Millisecond), took[len(took)*9/10].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond))
 	c.stack.Sim.ClearFaults()
 	c.stack.Faults.Clear()
 	c.apiFaults.Clear()
@@ -181,7 +189,9 @@ func (c *Campaign) Run(ctx context.Context) (*Report, error) {
 // run arms op's faults and sends its copies, then, if planned, sends it
 // once more after its record's TTL passed.
 func (c *Campaign) run(ctx context.Context, op *operation) {
-	op.hits = map[string]int{}
+	op.began = c.since()
+	defer func() { op.took = c.since() - op.began }()
+	op.hits, op.sent = map[string]int{}, make(chan struct{})
 	for _, f := range op.faults {
 		f.kind.arm(c, op, f.p, c.hit(op, f.kind.name))
 	}
@@ -191,9 +201,13 @@ func (c *Campaign) run(ctx context.Context, op *operation) {
 	}
 	if op.late > 0 {
 		wg.Go(func() {
+			<-op.sent
 			time.Sleep(op.late)
 			c.send(ctx, op, op.copies)
 		})
+	}
+	if op.impostor {
+		wg.Go(func() { c.impose(ctx, op) })
 	}
 	wg.Wait()
 	if op.ttl && op.done() {
@@ -204,6 +218,65 @@ func (c *Campaign) run(ctx context.Context, op *operation) {
 		op.ttlHit()
 		c.send(ctx, op, op.copies+1)
 	}
+}
+
+// impose sends another request under op's key, once op's record exists
+// (so op's claim came first), eight times a quarter second apart: a
+// client that reuses a key for a different request. Each must be refused
+// (422) or told to retry; none may bind the key.
+func (c *Campaign) impose(ctx context.Context, op *operation) {
+	if !c.claimed(ctx, op) {
+		return
+	}
+	op.impostorHit()
+	body := otherBody(op)
+	for range 8 {
+		req, _ := http.NewRequestWithContext(ctx, op.method, c.api+op.path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+c.tokens[op.client])
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(idemclient.HeaderKey, op.key)
+		rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		resp, err := c.base.RoundTrip(req.WithContext(rctx))
+		a := record(-1, resp, err)
+		cancel()
+		op.mu.Lock()
+		op.others = append(op.others, a)
+		op.mu.Unlock()
+		op.event(c.since(), "the other request under the key: %s", a)
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// claimed waits until op's record is in the table.
+func (c *Campaign) claimed(ctx context.Context, op *operation) bool {
+	for ctx.Err() == nil {
+		out, err := c.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(c.stack.Tables["IdempotencyTable"]),
+			Key: recordKey(op), ConsistentRead: aws.Bool(true)})
+		if err == nil && len(out.Item) > 0 {
+			return true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return false
+}
+
+// recordKey is op's record's key: DESIGN.md's encoding of (scope, key).
+func recordKey(op *operation) map[string]types.AttributeValue {
+	sc := scope(op.client)
+	return map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("%d:%s:%s", len(sc), sc, op.key)}}
+}
+
+// otherBody is op's request with another amount, or another line item.
+func otherBody(op *operation) string {
+	var b map[string]any
+	json.Unmarshal([]byte(op.body), &b)
+	if a, ok := b["amount"].(float64); ok {
+		b["amount"] = a + 10
+	} else {
+		b["items"] = append(b["items"].([]any), map[string]any{"sku": "other", "quantity": 1})
+	}
+	raw, _ := json.Marshal(b)
+	return string(raw)
 }
 
 // hit is called each time one of op's faults acts.
@@ -291,6 +364,7 @@ func (c *Campaign) do(ctx context.Context, op *operation, cp int) (answer, error
 		o.MaxAttempts, o.MaxRetryAfter, o.AttemptTimeout = 10, 5*time.Second, 15*time.Second
 		o.Base = recorder(func(r *http.Request) (*http.Response, error) {
 			op.event(c.since(), "copy %d sends %s %s", cp, r.Method, r.URL.Path)
+			op.once.Do(func() { close(op.sent) })
 			resp, err := c.base.RoundTrip(r)
 			last = record(cp, resp, err)
 			op.answered(c.since(), last)
@@ -337,11 +411,9 @@ func record(cp int, resp *http.Response, err error) answer {
 // expire makes op's record's TTL pass: expires_at a minute ago, as a
 // record DynamoDB's TTL has not deleted yet.
 func (c *Campaign) expire(ctx context.Context, op *operation) error {
-	sc := scope(op.client)
-	pk := fmt.Sprintf("%d:%s:%s", len(sc), sc, op.key) // DESIGN.md's encoding of (scope, key)
 	_, err := c.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(c.stack.Tables["IdempotencyTable"]),
-		Key:                       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}},
+		Key:                       recordKey(op),
 		UpdateExpression:          aws.String("SET expires_at = :past"),
 		ConditionExpression:       aws.String("attribute_exists(pk)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":past": &types.AttributeValueMemberN{Value: fmt.Sprint(time.Now().Add(-time.Minute).Unix())}},

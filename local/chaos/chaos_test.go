@@ -19,17 +19,17 @@ func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
 
 // lease is the functions' lease in the campaign: short, so that takeovers
 // come soon, and long enough for a charge on a loaded machine.
-const lease = 3 * time.Second
+const lease = 2 * time.Second
 
 // TestChaos runs the campaign CHAOS_SEED, CHAOS_OPS and CHAOS_CLIENTS say
-// (seed 1, 200 operations, 8 clients: make test's short campaign; make
+// (seed 1, 200 operations, 16 clients: make test's short campaign; make
 // chaos and make soak run longer ones) and fails on any broken guarantee,
 // printing the operation's whole history.
 func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chaos campaign starts the whole stack: not with -short")
 	}
-	campaign(t, envInt(t, "CHAOS_SEED", 1), int(envInt(t, "CHAOS_OPS", 200)), int(envInt(t, "CHAOS_CLIENTS", 8)))
+	campaign(t, envInt(t, "CHAOS_SEED", 1), int(envInt(t, "CHAOS_OPS", 200)), int(envInt(t, "CHAOS_CLIENTS", 16)))
 }
 
 // regressions are the seeds that ever failed, each a case of its own, run
@@ -46,7 +46,7 @@ func TestChaosRegressions(t *testing.T) {
 		t.Skip("no regression seeds, or -short")
 	}
 	for _, r := range regressions {
-		t.Run(r.name, func(t *testing.T) { campaign(t, r.seed, r.ops, 8) })
+		t.Run(r.name, func(t *testing.T) { campaign(t, r.seed, r.ops, 16) })
 	}
 }
 

@@ -146,6 +146,11 @@ func checkOp(op *operation, w *world) []violation {
 	if op.kind != orderPut {
 		v = append(v, checkAnswers(op, w)...)
 	}
+	for _, a := range op.others {
+		if !a.transient() && (a.status != http.StatusUnprocessableEntity || a.code != "idempotency_key_reused") {
+			add(other, "another request under the key got %s, want 422 idempotency_key_reused or an answer to retry", a)
+		}
+	}
 	switch {
 	case op.kind.charge():
 		v = append(v, checkCharge(op, w)...)

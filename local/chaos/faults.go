@@ -20,6 +20,7 @@ type fault struct {
 // record, its tag in its API request and its provider create.
 type faultKind struct {
 	name    string
+	weight  int // how often it is drawn, against the others (default 3)
 	applies func(kind) bool
 	// arm queues the fault for op; hit is to be called each time it acts.
 	arm func(c *Campaign, op *operation, p int, hit func())
@@ -65,16 +66,16 @@ var catalog = []*faultKind{
 	{name: "API answer dropped after the commit", applies: all, arm: func(c *Campaign, op *operation, p int, hit func()) {
 		c.apiFaults.Inject(faultproxy.Fault{Kind: faultproxy.CommitThenDrop, Match: quoted(op.tag), Reached: hit})
 	}},
-	{name: "function killed before the provider call", applies: charges, arm: func(c *Campaign, op *operation, p int, hit func()) {
+	{name: "function killed before the provider call", weight: 1, applies: charges, arm: func(c *Campaign, op *operation, p int, hit func()) {
 		c.stack.Sim.Inject(provider.Fault{Kind: provider.Delay, Delay: 10 * time.Second, Match: op.tag, Reached: c.killing(op, hit)})
 	}},
-	{name: "function killed after the provider's charge", applies: charges, arm: func(c *Campaign, op *operation, p int, hit func()) {
+	{name: "function killed after the provider's charge", weight: 1, applies: charges, arm: func(c *Campaign, op *operation, p int, hit func()) {
 		c.stack.Sim.Inject(provider.Fault{Kind: provider.HangAfterEffect, Delay: 10 * time.Second, Match: op.tag, Reached: c.killing(op, hit)})
 	}},
-	{name: "function killed during the commit", applies: all, arm: func(c *Campaign, op *operation, p int, hit func()) {
+	{name: "function killed during the commit", weight: 1, applies: all, arm: func(c *Campaign, op *operation, p int, hit func()) {
 		c.stack.Faults.Inject(faultproxy.Fault{Op: commitOp(op), Kind: faultproxy.Latency, Delay: 2 * time.Second, Match: match(op), Reached: c.killing(op, hit)})
 	}},
-	{name: "function killed after the commit", applies: all, arm: func(c *Campaign, op *operation, p int, hit func()) {
+	{name: "function killed after the commit", weight: 1, applies: all, arm: func(c *Campaign, op *operation, p int, hit func()) {
 		c.stack.Faults.Inject(faultproxy.Fault{Op: commitOp(op), Kind: faultproxy.HoldAfter, Delay: 2 * time.Second, Match: match(op), Reached: c.killing(op, hit)})
 	}},
 	{name: "DynamoDB call landed, its answer lost", applies: all, arm: func(c *Campaign, op *operation, p int, hit func()) {
@@ -110,6 +111,9 @@ var catalog = []*faultKind{
 	{name: "lease expiring mid-work", applies: charges, arm: func(c *Campaign, op *operation, p int, hit func()) {
 		c.stack.Sim.Inject(provider.Fault{Kind: provider.Delay, Delay: c.cfg.Lease + time.Second, Match: op.tag, Reached: hit})
 	}, plan: lateCopy},
+	{name: "key reused by another request", applies: keyed, arm: func(c *Campaign, op *operation, p int, hit func()) {
+		op.impostorHit = hit
+	}, plan: func(op *operation, lease time.Duration) { op.impostor = true }},
 	{name: "record's TTL passed, request sent again", applies: charges, arm: func(c *Campaign, op *operation, p int, hit func()) {
 		op.ttlHit = hit
 	}, plan: func(op *operation, lease time.Duration) { op.ttl = true }},
@@ -126,16 +130,33 @@ func plan(op *operation, rng *rand.Rand, lease time.Duration) {
 		return
 	}
 	var fit []*faultKind
+	total := 0
 	for _, k := range catalog {
 		if k.applies(op.kind) {
 			fit = append(fit, k)
+			total += k.drawWeight()
 		}
 	}
-	rng.Shuffle(len(fit), func(i, j int) { fit[i], fit[j] = fit[j], fit[i] })
-	for _, k := range fit[:1+rng.IntN(3)] {
-		op.faults = append(op.faults, &fault{kind: k, p: rng.IntN(1000)})
-		if k.plan != nil {
-			k.plan(op, lease)
+	for range 1 + rng.IntN(3) {
+		x := rng.IntN(total)
+		for i, k := range fit {
+			if x -= k.drawWeight(); x >= 0 {
+				continue
+			}
+			op.faults = append(op.faults, &fault{kind: k, p: rng.IntN(1000)})
+			if k.plan != nil {
+				k.plan(op, lease)
+			}
+			total -= k.drawWeight()
+			fit = append(fit[:i:i], fit[i+1:]...)
+			break
 		}
 	}
+}
+
+func (k *faultKind) drawWeight() int {
+	if k.weight == 0 {
+		return 3
+	}
+	return k.weight
 }

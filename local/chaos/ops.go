@@ -50,6 +50,15 @@ type operation struct {
 	late   time.Duration
 	ttl    bool   // sent once more after the record's TTL passed
 	ttlHit func() // called when it is
+	// impostor, when set, sends another request under the key while the
+	// operation runs: it must never bind the key (DESIGN.md, "Failure").
+	impostor    bool
+	impostorHit func()
+	others      []answer // the other request's answers
+
+	began, took time.Duration
+	sent        chan struct{} // closed at the first send
+	once        sync.Once
 
 	mu      sync.Mutex
 	events  []event
