@@ -68,7 +68,8 @@ soak: deps
 # CHAOS_CLIENTS concurrent clients through the whole local stack, faults
 # drawn from CHAOS_SEED, several at once; then a checker over the provider's
 # ledger, the tables and every answer. Its table and closing line go to
-# bin/chaos/seed-<seed>.md. make test runs a short one (200 operations).
+# bin/chaos/seed-<seed>.md; then the seeds that ever failed, each at its
+# size. make test runs a short one (200 operations).
 CHAOS_SEED    ?= 1
 CHAOS_OPS     ?= 1000
 CHAOS_CLIENTS ?= 16
@@ -77,6 +78,7 @@ chaos: deps
 	@set -o pipefail; CHAOS_SEED=$(CHAOS_SEED) CHAOS_OPS=$(CHAOS_OPS) CHAOS_CLIENTS=$(CHAOS_CLIENTS) CHAOS_OUT=$(CURDIR)/bin/chaos/seed-$(CHAOS_SEED).md \
 	  $(GO) test -count=1 -timeout 60m -run 'TestChaos$$' -v ./local/chaos | grep -v '^=== '
 	@cat bin/chaos/seed-$(CHAOS_SEED).md
+	CHAOS_REGRESSIONS=1 $(GO) test -count=1 -timeout 60m -run 'TestChaosRegressions$$' ./local/chaos
 
 # Built, then run as make's own child (not under go run, which would answer
 # an interrupt with exit status 1): Ctrl-C or SIGTERM stops the stack, and
