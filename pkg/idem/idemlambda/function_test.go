@@ -123,35 +123,42 @@ func TestFunctionPassThroughCommitsTheHandlersWrites(t *testing.T) {
 	}
 }
 
-// TestFunctionPassThroughAnswersAsTheKeyedPath: one handler, one behaviour.
-// A write whose condition fails with a ConflictFunc gives the conflict's Out
-// with and without a key; 101 writes are ErrTooManyWrites before any write
-// on the pass-through path too.
-func TestFunctionPassThroughAnswersAsTheKeyedPath(t *testing.T) {
-	f := newFixture(t)
+// conflictShipper is Function with PassThrough whose write of the order
+// meets o-1, which an earlier operation made: its ConflictFunc answers
+// conflict (a status and a tracking id); with many set, it adds 101 writes.
+func conflictShipper(t *testing.T, f *testbed.Fixture, status int, many *bool) func(context.Context, shipTask) (shipped, error) {
+	t.Helper()
 	if _, err := f.Store.Do(context.Background(), testbed.Req("pre", "k", `{}`), func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
 		tx.Add(f.OrderPut("shipper", "o-1", "first"), nil)
 		return idem.Response{StatusCode: 201}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	many := false
-	ship := idemlambda.Function(f.Store, func(ctx context.Context, ev idemlambda.Event[shipTask], tx *idem.Tx) (shipped, error) {
-		in := *ev.Event
-		if many {
+	return idemlambda.Function(f.Store, func(ctx context.Context, ev idemlambda.Event[shipTask], tx *idem.Tx) (shipped, error) {
+		if *many {
 			for i := range 101 {
 				tx.Add(f.OrderPut("shipper", "m"+strings.Repeat("x", i), "n"), nil)
 			}
 			return shipped{}, nil
 		}
-		tx.Add(f.OrderPut("shipper", in.OrderID, "again"), func(map[string]types.AttributeValue) (idem.Response, error) {
-			return idem.Response{StatusCode: 200, Body: []byte(`{"tracking_id":"already"}`)}, nil
+		tx.Add(f.OrderPut("shipper", ev.Event.OrderID, "again"), func(map[string]types.AttributeValue) (idem.Response, error) {
+			return idem.Response{StatusCode: status, Body: []byte(`{"tracking_id":"already"}`)}, nil
 		})
 		return shipped{TrackingID: "new"}, nil
 	}, func(o *idemlambda.ConsumerOptions[shipTask]) {
 		o.Scope, o.PassThrough = "shipper", true
 		o.Key = func(in *shipTask) (string, error) { return in.ExecutionID, nil }
 	})
+}
+
+// TestFunctionPassThroughAnswersAsTheKeyedPath: one handler, one behaviour.
+// A write whose condition fails with a ConflictFunc gives the conflict's Out
+// with and without a key; 101 writes are ErrTooManyWrites before any write
+// on the pass-through path too.
+func TestFunctionPassThroughAnswersAsTheKeyedPath(t *testing.T) {
+	f := newFixture(t)
+	many := false
+	ship := conflictShipper(t, f, 200, &many)
 	keyed, kerr := ship(context.Background(), shipTask{ExecutionID: "e1", OrderID: "o-1"})
 	free, ferr := ship(context.Background(), shipTask{OrderID: "o-1"})
 	if kerr != nil || ferr != nil || keyed.TrackingID != "already" || free != keyed {
@@ -161,6 +168,18 @@ func TestFunctionPassThroughAnswersAsTheKeyedPath(t *testing.T) {
 	before := f.DB.Total()
 	if _, err := ship(context.Background(), shipTask{OrderID: "o-2"}); !errors.Is(err, idem.ErrTooManyWrites) || f.DB.Total() != before {
 		t.Fatalf("101 writes without a key: %v after %d calls; want ErrTooManyWrites before any", err, f.DB.Total()-before)
+	}
+}
+
+// TestFunctionPassThroughConflict5xxIsAnError: a ConflictFunc's 5xx is no
+// answer on either path: the keyed call and the keyless one both fail.
+func TestFunctionPassThroughConflict5xxIsAnError(t *testing.T) {
+	many := false
+	ship := conflictShipper(t, newFixture(t), 503, &many)
+	keyed, kerr := ship(context.Background(), shipTask{ExecutionID: "e1", OrderID: "o-1"})
+	free, ferr := ship(context.Background(), shipTask{OrderID: "o-1"})
+	if kerr == nil || ferr == nil {
+		t.Fatalf("keyed %+v %v, pass-through %+v %v; want both to fail", keyed, kerr, free, ferr)
 	}
 }
 
@@ -187,31 +206,5 @@ func TestFunctionAnswersAConcurrentRepeatInProgress(t *testing.T) {
 	close(release)
 	if first := <-done; first != nil || !errors.Is(err, idem.ErrInProgress) || runs.Load() != 1 {
 		t.Fatalf("first %v, concurrent %v after %d runs; want ErrInProgress and one run", first, err, runs.Load())
-	}
-}
-
-// TestFunctionPassThroughConflict5xxIsAnError: a ConflictFunc's 5xx is no
-// answer on either path: the keyed call and the keyless one both fail.
-func TestFunctionPassThroughConflict5xxIsAnError(t *testing.T) {
-	f := newFixture(t)
-	if _, err := f.Store.Do(context.Background(), testbed.Req("pre", "k", `{}`), func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
-		tx.Add(f.OrderPut("shipper", "o-1", "first"), nil)
-		return idem.Response{StatusCode: 201}, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	ship := idemlambda.Function(f.Store, func(ctx context.Context, ev idemlambda.Event[shipTask], tx *idem.Tx) (shipped, error) {
-		tx.Add(f.OrderPut("shipper", ev.Event.OrderID, "again"), func(map[string]types.AttributeValue) (idem.Response, error) {
-			return idem.Response{StatusCode: 503, Body: []byte(`{"tracking_id":"busy"}`)}, nil
-		})
-		return shipped{TrackingID: "new"}, nil
-	}, func(o *idemlambda.ConsumerOptions[shipTask]) {
-		o.Scope, o.PassThrough = "shipper", true
-		o.Key = func(in *shipTask) (string, error) { return in.ExecutionID, nil }
-	})
-	keyed, kerr := ship(context.Background(), shipTask{ExecutionID: "e1", OrderID: "o-1"})
-	free, ferr := ship(context.Background(), shipTask{OrderID: "o-1"})
-	if kerr == nil || ferr == nil {
-		t.Fatalf("keyed %+v %v, pass-through %+v %v; want both to fail", keyed, kerr, free, ferr)
 	}
 }
