@@ -76,7 +76,7 @@ CHAOS_CLIENTS ?= 16
 chaos: deps
 	@mkdir -p bin/chaos
 	@set -o pipefail; CHAOS_SEED=$(CHAOS_SEED) CHAOS_OPS=$(CHAOS_OPS) CHAOS_CLIENTS=$(CHAOS_CLIENTS) CHAOS_OUT=$(CURDIR)/bin/chaos/seed-$(CHAOS_SEED).md \
-	  $(GO) test -count=1 -timeout 60m -run 'TestChaos$$' -v ./local/chaos | grep -v '^=== '
+	  $(GO) test -count=1 -timeout 60m -run 'TestChaos$$' -v ./local/chaos | grep --line-buffered -v '^=== '
 	@cat bin/chaos/seed-$(CHAOS_SEED).md
 	CHAOS_REGRESSIONS=1 $(GO) test -count=1 -timeout 60m -run 'TestChaosRegressions$$' ./local/chaos
 
