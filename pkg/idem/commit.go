@@ -16,8 +16,8 @@ import (
 // with that function's response, nothing written (a 5xx response is an
 // error, as on Do's path); without one, the error is
 // ErrWriteConditionFailed. A transaction whose answer was lost is sent
-// again with its ClientRequestToken, which makes DynamoDB's retry
-// idempotent for ten minutes.
+// again by the SDK with the same ClientRequestToken, which DynamoDB answers
+// as the first for ten minutes.
 func (s *Store) Commit(ctx context.Context, tx *Tx) (*Response, error) {
 	if len(tx.writes) == 0 {
 		return nil, nil

@@ -283,3 +283,27 @@ func TestCommitLandedThenConflictingIsSettled(t *testing.T) {
 		t.Fatalf("got %+v, %v; want the committed 204", res, err)
 	}
 }
+
+// TestKeylessCommitWhoseAnswerWasLostIsDoneOnce: Store.Commit's
+// transaction lands and loses its answer; the SDK sends it again with its
+// ClientRequestToken, which DynamoDB answers as the first, so the writes,
+// conditioned on the items' absence, succeed once and nothing is refused.
+// (Commit sets the token; the SDK would fill one of its own if it did not,
+// so taking Commit's away leaves this test green: it holds the claim, and
+// was not shown red.)
+func TestKeylessCommitWhoseAnswerWasLostIsDoneOnce(t *testing.T) {
+	f := newFixture(t)
+	proxy, store := f.proxied()
+	proxy.Inject(faultproxy.Fault{Op: "TransactWriteItems", Kind: faultproxy.CommitThenDrop})
+	var tx idem.Tx
+	tx.Add(f.OrderPut("alice", "o1", "keyless"), nil)
+	tx.Add(f.OrderPut("alice", "o2", "keyless"), nil)
+	conflict, err := store.Commit(context.Background(), &tx)
+	if err != nil || conflict != nil {
+		t.Fatalf("Commit = %v, %v; want the writes committed, the lost answer recovered", conflict, err)
+	}
+	mustInject(t, proxy, faultproxy.CommitThenDrop, 1)
+	if f.Order("alice", "o1") == nil || f.Order("alice", "o2") == nil {
+		t.Fatal("the writes are not there")
+	}
+}
