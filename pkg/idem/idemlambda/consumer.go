@@ -60,8 +60,8 @@ var ErrNoKey = errors.New("idem: event has no idempotency key")
 // consumer is a checked ConsumerOptions.
 type consumer[E any] struct {
 	ConsumerOptions[E]
-	kind string // the fingerprint's method: "SQS", "EVENT", "FUNCTION"
-	fp   func(ev *E) (route string, body []byte, isJSON bool, err error)
+	kind string                                  // the fingerprint's method: "SQS", "EVENT", "FUNCTION"
+	raw  func(ev *E) (route string, body []byte) // the door's own fingerprint, of bytes
 }
 
 // newConsumer applies optFns and checks them: an option missing or out of
@@ -123,11 +123,8 @@ func (c *consumer[E]) fingerprint(ev *E) (string, error) {
 		}
 		return idem.Fingerprint(c.kind, c.Scope, what, true)
 	}
-	route, body, isJSON, err := c.fp(ev)
-	if err != nil {
-		return "", err
-	}
-	return idem.Fingerprint(c.kind, route, body, isJSON)
+	route, body := c.raw(ev)
+	return idem.Fingerprint(c.kind, route, body, false)
 }
 
 // contained runs h, turning a panic into an error with the panic's value

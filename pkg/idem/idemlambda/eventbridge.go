@@ -21,9 +21,7 @@ func EventBridge(s Doer, h EventHandler[events.CloudWatchEvent], optFns ...func(
 	if c.Key == nil {
 		c.Key = func(ev *events.CloudWatchEvent) (string, error) { return ev.ID, nil }
 	}
-	c.fp = func(ev *events.CloudWatchEvent) (string, []byte, bool, error) {
-		return ev.Source + "/" + ev.DetailType, ev.Detail, false, nil
-	}
+	c.raw = func(ev *events.CloudWatchEvent) (string, []byte) { return ev.Source + "/" + ev.DetailType, ev.Detail }
 	return func(ctx context.Context, ev events.CloudWatchEvent) error {
 		err := c.process(ctx, s, &ev, h)
 		if errors.Is(err, idem.ErrInProgress) {

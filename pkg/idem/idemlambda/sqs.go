@@ -24,7 +24,7 @@ func SQS(s Doer, h EventHandler[events.SQSMessage], optFns ...func(*ConsumerOpti
 	if c.Key == nil {
 		c.Key = func(m *events.SQSMessage) (string, error) { return m.MessageId, nil }
 	}
-	c.fp = func(m *events.SQSMessage) (string, []byte, bool, error) { return c.Scope, []byte(m.Body), false, nil }
+	c.raw = func(m *events.SQSMessage) (string, []byte) { return c.Scope, []byte(m.Body) }
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		var resp events.SQSEventResponse
 		failed := false
