@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -25,6 +26,7 @@ import (
 	"github.com/idemkeys/idem/local/apigw"
 	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/local/measure"
+	"github.com/idemkeys/idem/local/proc"
 	"github.com/idemkeys/idem/pkg/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
 )
@@ -39,9 +41,10 @@ func TestLoad(t *testing.T) {
 	n := measure.EnvInt("LOAD_REQUESTS", 300)
 	clients := measure.EnvInt("LOAD_CLIENTS", 32)
 	rounds := measure.EnvInt("LOAD_ROUNDS", 3)
+	warm := warmUp(t, variants, clients)
 	all, ratios := compare(t, n, clients, rounds, 0)
 	var report strings.Builder
-	fmt.Fprintf(&report, "Engine: %s. POST /orders, %d requests per handler in %d rounds (the handlers' order rotating), %d concurrent clients, 20%% duplicates (a repeat of one of the last 64 keys, often in flight)\n\n", engineVersion, len(all["plain"].latencies), rounds, clients)
+	fmt.Fprintf(&report, "Engine: %s, warmed first with %d requests to Do and 500 to each handler, unmeasured (%s). POST /orders, %d requests per handler in %d rounds (the handlers' order rotating), %d concurrent clients, 20%% duplicates (a repeat of one of the last 64 keys, often in flight)\n\n", engineVersion, warmUpRequests(), warm, len(all["plain"].latencies), rounds, clients)
 	fmt.Fprintln(&report, "| handler | requests/s | p50 ms | p99 ms | throughput vs plain (median, min–max over rounds) | orders | logical operations |")
 	fmt.Fprintln(&report, "|---|---|---|---|---|---|---|")
 	for _, v := range variants {
@@ -184,6 +187,13 @@ type loadResult struct {
 	errors       int
 	orders, ops  int
 	succeededOps int
+	// Where the time went: the handler's DynamoDB attempts (the SDK's
+	// retries included) by answer, their time on the wire summed, and the
+	// CPU this process and the engine used while the requests ran.
+	answers              map[string]int
+	connections          int
+	wire                 time.Duration
+	clientCPU, engineCPU time.Duration
 }
 
 func (r *loadResult) merge(o *loadResult) {
@@ -193,6 +203,34 @@ func (r *loadResult) merge(o *loadResult) {
 	r.orders += o.orders
 	r.ops += o.ops
 	r.succeededOps += o.succeededOps
+	if r.answers == nil {
+		r.answers = map[string]int{}
+	}
+	for k, v := range o.answers {
+		r.answers[k] += v
+	}
+	r.wire += o.wire
+	r.connections += o.connections
+	r.clientCPU += o.clientCPU
+	r.engineCPU += o.engineCPU
+}
+
+// perRequest is d over the requests, in µs.
+func (r *loadResult) perRequest(d time.Duration) float64 {
+	return float64(d) / float64(time.Microsecond) / float64(len(r.latencies))
+}
+
+// attempts is the DynamoDB attempts per request, and those that did not
+// answer as the path means them to (a conflict with a transaction in
+// flight, a throttle: what the SDK or the library sent again).
+func (r *loadResult) attempts() (all, again float64) {
+	for k, v := range r.answers {
+		all += float64(v)
+		if strings.Contains(k, "Conflict") || strings.Contains(k, "Throttl") || strings.Contains(k, "InProgress") || strings.Contains(k, "transport") || strings.Contains(k, " 5") {
+			again += float64(v)
+		}
+	}
+	return all / float64(len(r.latencies)), again / float64(len(r.latencies))
 }
 
 func (r *loadResult) throughput() float64 {
@@ -210,15 +248,29 @@ func (r *loadResult) pct(p int) float64 {
 func runLoad(t *testing.T, variant string, p plan, clients int, idemTable string) *loadResult {
 	t.Helper()
 	raw := dynamotest.Client(t, func(o *dynamodb.Options) { o.RetryMaxAttempts = 10 })
+	// The run's own tables go when it ends, not with the test: an engine
+	// holding every earlier run's tables and items works harder for the
+	// later runs (its TTL sweep reads them all).
+	var own []string
+	defer func() {
+		for _, name := range own {
+			raw.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+		}
+	}()
 	if idemTable == "" {
 		idemTable = dynamotest.Table(t, raw, "IdempotencyTable")
+		own = append(own, idemTable)
 	}
 	orders := dynamotest.Table(t, raw, "OrdersTable")
-	store, err := idem.New(raw, idemTable)
+	own = append(own, orders)
+	wire := &dynamotest.Wire{}
+	db := dynamotest.Client(t, func(o *dynamodb.Options) { o.RetryMaxAttempts, o.HTTPClient = 10, wire })
+	store, err := idem.New(db, idemTable)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &server{store: store, db: raw, table: orders, scopeClaim: "sub", fastPath: variant == "DoAtomic",
+	wire.Reset() // New's DescribeTable
+	s := &server{store: store, db: db, table: orders, scopeClaim: "sub", fastPath: variant == "DoAtomic",
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now}
 	handle := s.routes().Handle
 	switch variant {
@@ -227,20 +279,51 @@ func runLoad(t *testing.T, variant string, p plan, clients int, idemTable string
 	case "Do floor", "DoAtomic floor": // the same calls made bare (concurrency_bench_test.go)
 		handle = s.floorCreate(idemTable, variant == "DoAtomic floor")
 	}
+	engine := enginePID(t)
+	client0, engine0 := proc.SelfCPU(), cpu(t, engine)
 	res := drive(t, handle, raw, orders, p, clients)
+	res.clientCPU, res.engineCPU = proc.SelfCPU()-client0, cpu(t, engine)-engine0
+	res.answers, res.wire, res.connections = wire.Answers(), wire.OnTheWire(), wire.Connections()
 	checkGuarantee(t, variant, res)
 	return res
+}
+
+// enginePID is the process of the engine the tests reach.
+func enginePID(t *testing.T) int {
+	t.Helper()
+	u, err := url.Parse(os.Getenv("DYNAMODB_ENDPOINT"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		t.Fatalf("DYNAMODB_ENDPOINT %q: %v", u, err)
+	}
+	pid, err := proc.Listener(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+func cpu(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	d, err := proc.CPU(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // drive sends p's requests to handle with clients workers.
 func drive(t *testing.T, handle func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), raw *dynamodb.Client, orders string, p plan, clients int) *loadResult {
 	t.Helper()
 	route := apitest.Function(t, "OrderFunction").Routes
+	rt, params, _ := apigw.Match(route, "POST", "/orders") // once: the driver's own CPU competes with the handler's
 	ev := func(key string) events.APIGatewayV2HTTPRequest {
 		r := httptest.NewRequest("POST", "/orders", strings.NewReader(tea))
 		r.Header.Set("Content-Type", "application/json")
 		r.Header.Set("Idempotency-Key", key)
-		rt, params, _ := apigw.Match(route, "POST", "/orders")
 		return apigw.Event(r, []byte(tea), rt, params, map[string]string{"sub": "load"})
 	}
 	res := &loadResult{ops: p.ops, latencies: make([]time.Duration, len(p.keys))}
