@@ -60,10 +60,24 @@ type Options struct {
 	Env     []string      // the function's environment, KEY=value
 	Timeout time.Duration // the function's timeout (default 10s)
 	Output  io.Writer     // the function's and the emulator's logs (default: kept for Logs)
+	// MaxConcurrency, above 0, is the environment's
+	// AWS_LAMBDA_MAX_CONCURRENCY, as on Lambda Managed Instances: the
+	// emulator runs its managed-instances mode, with that many runtime
+	// workers, and aws-lambda-go as many invoke loops in the one process.
+	// That mode runs a zip function's bootstrap from /var/task alone, as
+	// user 993, whatever its command line says; so the emulator gets a
+	// mount namespace of its own (unshare, from util-linux) in which
+	// /var/task is the bootstrap's directory on a /var of its own. It
+	// needs root.
+	MaxConcurrency int
 }
 
+// taskRoot mounts $0 on /var/task, over an empty /var, and runs the rest.
+const taskRoot = `mount -t tmpfs -o mode=0755 rie /var && mkdir /var/task && mount --bind "$0" /var/task && exec "$@"`
+
 // Start starts the emulator with bootstrap on free loopback ports. The
-// function initialises on the first invocation, as in Lambda.
+// function initialises on the first invocation, as in Lambda (with
+// MaxConcurrency, at once, as a managed instance does).
 func Start(ctx context.Context, emulator, bootstrap string, o Options) (*Runtime, error) {
 	if o.Timeout == 0 {
 		o.Timeout = 10 * time.Second
@@ -80,18 +94,25 @@ func Start(ctx context.Context, emulator, bootstrap string, o Options) (*Runtime
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(emulator,
-		"--log-level", "error",
-		"--runtime-interface-emulator-address", "127.0.0.1:"+strconv.Itoa(invokePort),
-		"--runtime-api-address", "127.0.0.1:"+strconv.Itoa(apiPort),
-		abs)
-	cmd.Dir = filepath.Dir(abs)
-	cmd.Env = append([]string{
+	name, args := emulator, []string{"--log-level", "error",
+		"--runtime-interface-emulator-address", "127.0.0.1:" + strconv.Itoa(invokePort),
+		"--runtime-api-address", "127.0.0.1:" + strconv.Itoa(apiPort), abs}
+	env := []string{
 		"PATH=" + os.Getenv("PATH"),
 		"AWS_LAMBDA_FUNCTION_TIMEOUT=" + strconv.Itoa(int(o.Timeout/time.Second)),
 		"AWS_LAMBDA_FUNCTION_NAME=" + filepath.Base(filepath.Dir(abs)),
 		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256",
-	}, o.Env...)
+	}
+	if o.MaxConcurrency > 0 {
+		if os.Geteuid() != 0 {
+			return nil, errors.New("rie: MaxConcurrency (the emulator's managed-instances mode) needs root: a mount namespace for /var/task, and the function run as user 993")
+		}
+		name, args = "unshare", append([]string{"--mount", "--propagation", "private", "/bin/sh", "-c", taskRoot, filepath.Dir(abs), emulator}, args[:len(args)-1]...)
+		env = append(env, "AWS_LAMBDA_MAX_CONCURRENCY="+strconv.Itoa(o.MaxConcurrency))
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Dir = filepath.Dir(abs)
+	cmd.Env = append(env, o.Env...)
 	r := &Runtime{url: "http://127.0.0.1:" + strconv.Itoa(invokePort) + "/2015-03-31/functions/function/invocations", cmd: cmd, exited: make(chan struct{}), output: &proc.Output{}}
 	out := o.Output
 	if out == nil {
