@@ -126,7 +126,8 @@ bench: deps build $(POWERTOOLS)
 	LOAD_FLOOR_REQUESTS=3000 BENCH_OUT=$(CURDIR)/bin/bench/loadfloor.md $(GO) test -count=1 -timeout 30m -run 'TestLoadFloor$$' ./functions/order
 	@echo "• concurrent invocations in one process (AWS_LAMBDA_MAX_CONCURRENCY)"
 	CONCURRENCY_REQUESTS=1200 BENCH_OUT=$(CURDIR)/bin/bench/concurrency.md $(GO) test -count=1 -timeout 30m -run 'TestConcurrentInvocations$$' ./functions/order
-	@cat bin/bench/floor.md bin/bench/cache.md bin/bench/coldstart.md bin/bench/engine.md bin/bench/load.md bin/bench/loadfloor.md bin/bench/concurrency.md
+	CONCURRENCY_RIE_REQUESTS=1200 BENCH_OUT=$(CURDIR)/bin/bench/concurrency-rie.md $(GO) test -count=1 -timeout 30m -run 'TestConcurrentInvocationsUnderTheEmulator$$' ./local/rie
+	@cat bin/bench/floor.md bin/bench/cache.md bin/bench/coldstart.md bin/bench/engine.md bin/bench/load.md bin/bench/loadfloor.md bin/bench/concurrency.md bin/bench/concurrency-rie.md
 	@$(MAKE) --no-print-directory bench-powertools
 
 # pkg/idem beside Powertools for AWS Lambda (TypeScript), on the same engine
