@@ -167,18 +167,8 @@ type plan struct {
 }
 
 func newPlan(n int, dup float64, seed uint64, prefix string) plan {
-	rng := rand.New(rand.NewPCG(seed, 42))
-	var p plan
-	for range n {
-		if p.ops > 0 && rng.Float64() < dup {
-			back := min(p.ops, 64)
-			p.keys = append(p.keys, prefix+"op-"+strconv.Itoa(p.ops-1-rng.IntN(back)))
-			continue
-		}
-		p.keys = append(p.keys, prefix+"op-"+strconv.Itoa(p.ops))
-		p.ops++
-	}
-	return p
+	keys, ops := measure.Keys(n, dup, seed, prefix)
+	return plan{keys: keys, ops: ops}
 }
 
 type loadResult struct {
