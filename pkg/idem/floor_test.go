@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -26,8 +27,8 @@ import (
 	"github.com/idemkeys/idem/pkg/idem/internal/testbed"
 )
 
-// TestFloor puts each outcome of Do and DoAtomic, and of the HTTP API door,
-// beside its floor: the same DynamoDB calls made bare with aws-sdk-go-v2,
+// TestFloor puts each outcome of Do and DoAtomic, and of each Lambda HTTP
+// door, beside its floor: the same DynamoDB calls made bare with aws-sdk-go-v2,
 // the same items, on the same engine and client, no library. The floor's
 // inputs are the library's own, recorded from one request of the case and
 // sent again with the key, the lease token and the order id replaced (a
@@ -175,6 +176,25 @@ func floorKey(side string, c, round, i int) string {
 
 func pkOf(scope, key string) string { return strconv.Itoa(len(scope)) + ":" + scope + ":" + key }
 
+// renamed is what a first request's floor replaces in the recorded inputs
+// of tmpl's request, to make request k's: the record's key, the idempotency
+// key, the order id, and a fresh lease token for tok.
+func renamed(scope, tmpl, k, tok string) map[string]string {
+	return map[string]string{pkOf(scope, tmpl): pkOf(scope, k), tmpl: k, "o-" + tmpl: "o-" + k, tok: rand.Text()}
+}
+
+// record is the idempotency record's item in the first recorded call (nil
+// if there was none).
+func (r *floorRecorder) record() map[string]types.AttributeValue {
+	if len(r.seq) == 0 {
+		return nil
+	}
+	if r.seq[0] == "PutItem" {
+		return r.puts[0].Item
+	}
+	return r.txs[0].TransactItems[0].Put.Item
+}
+
 // replay sends the recorded inputs again, bare, each string value equal to
 // a key of with replaced by its value; a condition that fails is an answer
 // (the floor of a replay is that failure), any other error is not.
@@ -286,12 +306,7 @@ func floorCases(t *testing.T, f *fixture) []floorCase {
 		if _, err := p.do(newStore(rec, optFns...))(ctx, tr, work(tmpl)); !errors.Is(err, w.err) {
 			t.Fatalf("%s %s, recorded: %v, want %v", p.name, name, err, w.err)
 		}
-		var tok string
-		if len(rec.puts) > 0 {
-			tok = testbed.Str(rec.puts[0].Item, "lease_token")
-		} else if len(rec.txs) > 0 {
-			tok = testbed.Str(rec.txs[0].TransactItems[0].Put.Item, "lease_token")
-		}
+		tok := testbed.Str(rec.record(), "lease_token")
 		key := func(side string, round, i int) string {
 			if fixed != "" {
 				return fixed
@@ -312,7 +327,7 @@ func floorCases(t *testing.T, f *fixture) []floorCase {
 					return rec.replay(bareDB, nil)
 				}
 				k := key("bare", round, i)
-				return rec.replay(bareDB, map[string]string{pkOf("alice", tmpl): pkOf("alice", k), tmpl: k, "o-" + tmpl: "o-" + k, tok: rand.Text()})
+				return rec.replay(bareDB, renamed("alice", tmpl, k, tok))
 			}},
 		})
 	}
@@ -341,109 +356,201 @@ func floorCases(t *testing.T, f *fixture) []floorCase {
 	return cases
 }
 
-// doorCases are the HTTP API door's (idemlambda.HTTPAPI) first request and
-// replay on Do and DoAtomic. Its floor decodes the body and encodes the
-// response with encoding/json, as a handler without the library would,
-// around the same calls.
+// doorOrder is the door cases' body, and doorCreated their response's.
+type doorOrder struct {
+	SKU string `json:"sku"`
+}
+
+type doorCreated struct {
+	ID  string `json:"order_id"`
+	SKU string `json:"sku"`
+}
+
+const doorBody = `{"sku":"tea"}`
+
+func doorHeader(key string) map[string]string {
+	return map[string]string{"idempotency-key": key, "content-type": "application/json"}
+}
+
+// floorDoor is one of idemlambda's HTTP doors over its event E and its
+// response R: how to build it, its events, the scope they carry, and how
+// a handler without the library would answer.
+type floorDoor[E, R any] struct {
+	name    string // in the case's name: "REST API"
+	id      string // in its replay's key
+	scope   string // what the door reads from its events' verified identity
+	wrap    func(idemlambda.Doer, idemlambda.Parse[doorOrder], idemlambda.Handler[E, doorOrder], ...func(*idemlambda.Options[E])) func(context.Context, E) (R, error)
+	opt     func(*idemlambda.Options[E]) // the door's own options, if any
+	event   func(sub string, header map[string]string, body string) E
+	body    func(E) string
+	answer  func(R) (status int, header map[string]string)
+	respond func(status int, header map[string]string, body string) R // the floor's answer
+}
+
+// doorCases are each Lambda HTTP door's first request (one business write)
+// and replay, on Do and DoAtomic, a door a line. Each door's events
+// (testbed's) carry its own verified identity of alice: a JWT claim (HTTP
+// API), a Cognito user pool claim (REST API), an IAM user's signature
+// (function URL, whose scope is the user's ARN), an ALB authenticate
+// rule's identity header (ALB, which has no scope of its own).
 func doorCases(t *testing.T, f *fixture, cases *[]floorCase) {
-	ctx := context.Background()
-	type orderBody struct {
-		SKU string `json:"sku"`
+	addDoor(t, f, cases, floorDoor[events.APIGatewayV2HTTPRequest, events.APIGatewayV2HTTPResponse]{name: "HTTP API", id: "http", scope: "alice",
+		wrap: idemlambda.HTTPAPI[doorOrder], event: testbed.APIRequest, body: httpAPIBody, answer: httpAPIAnswer, respond: httpAPIRespond})
+	addDoor(t, f, cases, floorDoor[events.APIGatewayProxyRequest, events.APIGatewayProxyResponse]{name: "REST API", id: "rest", scope: "alice",
+		wrap: idemlambda.RESTAPI[doorOrder], event: testbed.RESTRequest, body: restAPIBody, answer: restAPIAnswer, respond: restAPIRespond})
+	addDoor(t, f, cases, floorDoor[events.LambdaFunctionURLRequest, events.LambdaFunctionURLResponse]{name: "Function URL", id: "url", scope: testbed.IAMUserARN("alice"),
+		wrap: idemlambda.FunctionURL[doorOrder], event: testbed.FunctionURLRequest, body: functionURLBody, answer: functionURLAnswer, respond: functionURLRespond})
+	addDoor(t, f, cases, floorDoor[events.ALBTargetGroupRequest, events.ALBTargetGroupResponse]{name: "ALB", id: "alb", scope: "alice",
+		opt:  func(o *idemlambda.Options[events.ALBTargetGroupRequest]) { o.Scope = idemlambda.ALBOIDCIdentity },
+		wrap: idemlambda.ALB[doorOrder], event: testbed.ALBRequest, body: albBody, answer: albAnswer, respond: albRespond})
+}
+
+// Each door's event body, its answer (status and headers), and a handler's
+// answer without the library.
+func httpAPIBody(e events.APIGatewayV2HTTPRequest) string      { return e.Body }
+func restAPIBody(e events.APIGatewayProxyRequest) string       { return e.Body }
+func functionURLBody(e events.LambdaFunctionURLRequest) string { return e.Body }
+func albBody(e events.ALBTargetGroupRequest) string            { return e.Body }
+
+func httpAPIAnswer(r events.APIGatewayV2HTTPResponse) (int, map[string]string) {
+	return r.StatusCode, r.Headers
+}
+func restAPIAnswer(r events.APIGatewayProxyResponse) (int, map[string]string) {
+	return r.StatusCode, r.Headers
+}
+func functionURLAnswer(r events.LambdaFunctionURLResponse) (int, map[string]string) {
+	return r.StatusCode, r.Headers
+}
+func albAnswer(r events.ALBTargetGroupResponse) (int, map[string]string) {
+	return r.StatusCode, r.Headers
+}
+
+func httpAPIRespond(s int, h map[string]string, b string) events.APIGatewayV2HTTPResponse {
+	return events.APIGatewayV2HTTPResponse{StatusCode: s, Headers: h, Body: b}
+}
+func restAPIRespond(s int, h map[string]string, b string) events.APIGatewayProxyResponse {
+	return events.APIGatewayProxyResponse{StatusCode: s, Headers: h, Body: b}
+}
+func functionURLRespond(s int, h map[string]string, b string) events.LambdaFunctionURLResponse {
+	return events.LambdaFunctionURLResponse{StatusCode: s, Headers: h, Body: b}
+}
+func albRespond(s int, h map[string]string, b string) events.ALBTargetGroupResponse {
+	return events.ALBTargetGroupResponse{StatusCode: s, StatusDescription: strconv.Itoa(s) + " " + http.StatusText(s), Headers: h, Body: b}
+}
+
+// addDoor adds d's four cases: its first request and its replay, on Do and
+// on DoAtomic.
+func addDoor[E, R any](t *testing.T, f *fixture, cases *[]floorCase, d floorDoor[E, R]) {
+	handler := func(ctx context.Context, r idemlambda.Request[E, doorOrder], tx *idem.Tx) (idem.Response, error) {
+		id := "o-" + r.Key
+		tx.Add(f.OrderPut(r.Scope, id, "first"), nil)
+		b, err := json.Marshal(doorCreated{ID: id, SKU: r.Body.SKU})
+		return idem.Response{StatusCode: 201, Header: map[string]string{"Content-Type": "application/json", "Location": "/orders/" + id}, Body: b}, err
 	}
-	type created struct {
-		ID  string `json:"order_id"`
-		SKU string `json:"sku"`
-	}
-	parse := func(b []byte) (orderBody, error) {
-		var o orderBody
+	parse := func(b []byte) (doorOrder, error) {
+		var o doorOrder
 		err := json.Unmarshal(b, &o)
 		return o, err
 	}
-	handler := func(ctx context.Context, r idemlambda.Request[events.APIGatewayV2HTTPRequest, orderBody], tx *idem.Tx) (idem.Response, error) {
-		id := "o-" + r.Key
-		tx.Add(f.OrderPut(r.Scope, id, "first"), nil)
-		b, err := json.Marshal(created{ID: id, SKU: r.Body.SKU})
-		return idem.Response{StatusCode: 201, Header: map[string]string{"Content-Type": "application/json", "Location": "/orders/" + id}, Body: b}, err
-	}
-	ev := func(key string) events.APIGatewayV2HTTPRequest {
-		return testbed.APIRequest("alice", map[string]string{"idempotency-key": key, "content-type": "application/json"}, `{"sku":"tea"}`)
-	}
-	for _, atomic := range []bool{false, true} {
-		name := "Do"
-		if atomic {
-			name = "DoAtomic"
-		}
-		door := func(db idem.DynamoDBAPI) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	for _, path := range []string{"Do", "DoAtomic"} {
+		atomic := path == "DoAtomic"
+		door := func(db idem.DynamoDBAPI) func(context.Context, E) (R, error) {
 			s, err := idem.New(db, f.Table)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return idemlambda.HTTPAPI(s, parse, handler, func(o *idemlambda.Options[events.APIGatewayV2HTTPRequest]) { o.Atomic = atomic })
-		}
-		for _, replay := range []bool{false, true} {
-			libDB, bareDB := &dynamotest.Counter{API: f.Raw}, &dynamotest.Counter{API: f.Raw}
-			lib := door(libDB)
-			rec := &floorRecorder{DynamoDBAPI: f.Raw}
-			ci := len(*cases)
-			tmpl := floorKey("tmpl", ci, 0, 0)
-			if replay {
-				tmpl = "door-replay-" + name
-				if resp, err := door(f.Raw)(ctx, ev(tmpl)); err != nil || resp.StatusCode != 201 {
-					t.Fatalf("door %s: %+v, %v", name, resp, err)
+			return d.wrap(s, parse, handler, func(o *idemlambda.Options[E]) {
+				if d.opt != nil {
+					d.opt(o)
 				}
-			}
-			wantStatus, wantReplayed := 201, "true"
-			if !replay {
-				wantReplayed = ""
-			}
-			if resp, err := door(rec)(ctx, ev(tmpl)); err != nil || resp.StatusCode != wantStatus {
-				t.Fatalf("door %s, recorded: %+v, %v", name, resp, err)
-			}
-			tok := ""
-			if len(rec.puts) > 0 {
-				tok = testbed.Str(rec.puts[0].Item, "lease_token")
-			} else if len(rec.txs) > 0 {
-				tok = testbed.Str(rec.txs[0].TransactItems[0].Put.Item, "lease_token")
-			}
-			calls := len(rec.seq)
-			caseName := "HTTP API door (" + name + "): first request, one business write"
-			if replay {
-				caseName = "HTTP API door (" + name + "): replay"
-			}
-			*cases = append(*cases, floorCase{name: caseName, calls: calls,
-				lib: &floorSide{name: "library", db: libDB, run: func(round, i int) error {
-					k := tmpl
-					if !replay {
-						k = floorKey("lib_", ci, round, i)
-					}
-					resp, err := lib(ctx, ev(k))
-					if err != nil || resp.StatusCode != wantStatus || (wantReplayed == "") != (resp.Headers["Idempotent-Replayed"] == "") {
-						return fmt.Errorf("door answered %+v, %v", resp, err)
-					}
-					return nil
-				}},
-				bare: &floorSide{name: "floor", db: bareDB, run: func(round, i int) error {
-					e := ev(tmpl)
-					var o orderBody
-					if err := json.Unmarshal([]byte(e.Body), &o); err != nil {
-						return err
-					}
-					k := tmpl
-					with := map[string]string(nil)
-					if !replay {
-						k = floorKey("bare", ci, round, i)
-						with = map[string]string{pkOf("alice", tmpl): pkOf("alice", k), tmpl: k, "o-" + tmpl: "o-" + k, tok: rand.Text()}
-					}
-					if err := rec.replay(bareDB, with); err != nil {
-						return err
-					}
-					b, err := json.Marshal(created{ID: "o-" + k, SKU: o.SKU})
-					_ = events.APIGatewayV2HTTPResponse{StatusCode: 201, Headers: map[string]string{"Content-Type": "application/json"}, Body: string(b)}
-					return err
-				}},
+				o.Atomic = atomic
 			})
 		}
+		for _, replay := range []bool{false, true} {
+			*cases = append(*cases, doorCase(t, f, d, door, path, replay, len(*cases)))
+		}
 	}
+}
+
+// doorCase is one case of d (on path, its first request or its replay, the
+// case's index ci): the library through the door, and the floor, which
+// decodes the body and encodes the response with encoding/json, as a
+// handler without the library would, around the door's recorded calls.
+func doorCase[E, R any](t *testing.T, f *fixture, d floorDoor[E, R], door func(idem.DynamoDBAPI) func(context.Context, E) (R, error), path string, replay bool, ci int) floorCase {
+	name, tmpl := d.name+" door ("+path+"): first request, one business write", floorKey("tmpl", ci, 0, 0)
+	if replay {
+		name, tmpl = d.name+" door ("+path+"): replay", "door-replay-"+d.id+"-"+path
+		if st, h := d.serve(door(f.Raw), tmpl); st != 201 || h[idemlambda.HeaderReplayed] != "" {
+			t.Fatalf("%s, its first request: %d %v", name, st, h)
+		}
+	}
+	// ok holds an answer to the case: 201, marked replayed on a replay.
+	ok := func(st int, h map[string]string) bool {
+		return st == 201 && (h[idemlambda.HeaderReplayed] != "") == replay
+	}
+	rec := &floorRecorder{DynamoDBAPI: f.Raw}
+	if st, h := d.serve(door(rec), tmpl); !ok(st, h) {
+		t.Fatalf("%s, recorded: %d %v", name, st, h)
+	}
+	item := rec.record()
+	if pk := testbed.Str(item, idem.AttrPK); pk != pkOf(d.scope, tmpl) {
+		t.Fatalf("%s: the record is %q, want %q: the floor would not write what the library does", name, pk, pkOf(d.scope, tmpl))
+	}
+	tok := testbed.Str(item, "lease_token")
+	key := func(side string, round, i int) string {
+		if replay {
+			return tmpl
+		}
+		return floorKey(side, ci, round, i)
+	}
+	libDB, bareDB := &dynamotest.Counter{API: f.Raw}, &dynamotest.Counter{API: f.Raw}
+	lib := door(libDB)
+	return floorCase{name: name, calls: len(rec.seq),
+		lib: &floorSide{name: "library", db: libDB, run: func(round, i int) error {
+			if st, h := d.serve(lib, key("lib_", round, i)); !ok(st, h) {
+				return fmt.Errorf("door answered %d %v", st, h)
+			}
+			return nil
+		}},
+		bare: &floorSide{name: "floor", db: bareDB, run: func(round, i int) error {
+			k := key("bare", round, i)
+			with := map[string]string(nil)
+			if !replay {
+				with = renamed(d.scope, tmpl, k, tok)
+			}
+			return doorFloor(d, k, func() error { return rec.replay(bareDB, with) })
+		}},
+	}
+}
+
+// doorFloor is d's request k without the library: decode the event's
+// body, make the calls, encode the response.
+func doorFloor[E, R any](d floorDoor[E, R], k string, calls func() error) error {
+	var o doorOrder
+	if err := json.Unmarshal([]byte(d.body(d.event("alice", doorHeader(k), doorBody))), &o); err != nil {
+		return err
+	}
+	if err := calls(); err != nil {
+		return err
+	}
+	b, err := json.Marshal(doorCreated{ID: "o-" + k, SKU: o.SKU})
+	if err != nil {
+		return err
+	}
+	if st, h := d.answer(d.respond(201, map[string]string{"Content-Type": "application/json", "Location": "/orders/o-" + k}, string(b))); st != 201 {
+		return fmt.Errorf("floor answered %d %v", st, h)
+	}
+	return nil
+}
+
+// serve sends door the event of key and reads its answer (status 0 and
+// the error if it failed).
+func (d floorDoor[E, R]) serve(door func(context.Context, E) (R, error), key string) (int, map[string]string) {
+	r, err := door(context.Background(), d.event("alice", doorHeader(key), doorBody))
+	if err != nil {
+		return 0, map[string]string{"error": err.Error()}
+	}
+	return d.answer(r)
 }
 
 // atomicReplay prices DoAtomic's replay beside Do's, from the cases' own
