@@ -4,20 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemkeys/idem/pkg/idemtest/dynamolocal"
 )
 
 // The variables that choose the engine.
@@ -47,7 +42,7 @@ var engine struct {
 	chosen   bool
 	endpoint string
 	err      error
-	proc     *process // nil unless this binary started it
+	proc     *dynamolocal.Engine // nil unless this binary started it
 }
 
 // Main runs the tests of m and stops the engine if one was started for
@@ -68,7 +63,7 @@ func Main(m *testing.M) int {
 		engine.err = fmt.Errorf("%w: Main stopped it when the tests ended", ErrNoEngine)
 	}
 	engine.mu.Unlock()
-	p.stop()
+	p.Stop()
 	return code
 }
 
@@ -93,36 +88,29 @@ func Endpoint() (string, error) {
 	return engine.endpoint, engine.err
 }
 
-func choose() (string, *process, error) {
+func choose() (string, *dynamolocal.Engine, error) {
 	if ep := os.Getenv(endpointEnv); ep != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := ping(ctx, ep); err != nil {
+		if err := dynamolocal.Ping(ctx, ep); err != nil {
 			return "", nil, fmt.Errorf("%w: %s=%s does not answer (%v): start that engine, or unset %s to have DynamoDB Local started for the tests", ErrNoEngine, endpointEnv, ep, err, endpointEnv)
 		}
 		return ep, nil, nil
 	}
-	java, err := exec.LookPath("java")
-	if err != nil {
-		return "", nil, fmt.Errorf("%w: DynamoDB Local needs Java 17 or later, and java is not on PATH: install a Java runtime (Debian/Ubuntu: apt-get install openjdk-17-jre-headless; macOS: brew install openjdk@17), or start an engine yourself and set %s=http://127.0.0.1:8000", ErrNoEngine, endpointEnv)
+	if _, err := dynamolocal.Java(); err != nil { // before an install that would be of no use
+		return "", nil, fmt.Errorf("%w: %v, or start an engine yourself and set %s=http://127.0.0.1:8000", ErrNoEngine, err, endpointEnv)
 	}
 	jar, err := findJar()
 	if err != nil {
 		return "", nil, err
 	}
-	var last error
-	for range 3 { // a free port can be taken between choosing and binding it
-		port, err := freePort()
-		if err != nil {
-			return "", nil, fmt.Errorf("%w: %v", ErrNoEngine, err)
-		}
-		p, err := start(java, jar, port)
-		if err == nil {
-			return p.endpoint, p, nil
-		}
-		last = err
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e, err := dynamolocal.Start(ctx, jar, dynamolocal.Options{})
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: %v", ErrNoEngine, err)
 	}
-	return "", nil, last
+	return e.Endpoint, e, nil
 }
 
 // Client returns a DynamoDB client for the engine (see Endpoint), with a
@@ -146,132 +134,4 @@ func newClient(ep string, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 			return aws.Credentials{AccessKeyID: accessKey, SecretAccessKey: secretKey, Source: "idemtest"}, nil
 		}),
 	}, optFns...)
-}
-
-// process is a DynamoDB Local that this binary started.
-type process struct {
-	endpoint string
-	pid      int
-	exited   chan struct{}
-	out      *tail
-}
-
-// start runs the jar on port and waits until it answers. The goroutine that
-// starts it keeps its OS thread until the engine exits: on Linux the engine
-// is killed when that thread ends (Pdeathsig), which is then only when the
-// whole binary does.
-func start(java, jar string, port int) (*process, error) {
-	p := &process{endpoint: "http://127.0.0.1:" + strconv.Itoa(port), exited: make(chan struct{}), out: &tail{}}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		dir := filepath.Dir(jar)
-		cmd := exec.Command(java, "-Djava.library.path="+filepath.Join(dir, "DynamoDBLocal_lib"), "-jar", jar,
-			"-inMemory", "-sharedDb", "-disableTelemetry", "-port", strconv.Itoa(port))
-		cmd.Dir = dir
-		cmd.Stdout, cmd.Stderr = p.out, p.out
-		cmd.SysProcAttr = sysProcAttr()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		p.pid = cmd.Process.Pid
-		started <- nil
-		cmd.Wait()
-		close(p.exited)
-	}()
-	if err := <-started; err != nil {
-		return nil, fmt.Errorf("%w: start DynamoDB Local (%s): %v", ErrNoEngine, jar, err)
-	}
-	if err := p.waitReady(60 * time.Second); err != nil {
-		p.stop()
-		return nil, fmt.Errorf("%w: %v", ErrNoEngine, err)
-	}
-	return p, nil
-}
-
-func (p *process) waitReady(limit time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
-	for {
-		if ping(ctx, p.endpoint) == nil {
-			return nil
-		}
-		select {
-		case <-p.exited:
-			out := p.out.String()
-			if strings.Contains(out, "UnsupportedClassVersionError") {
-				return fmt.Errorf("DynamoDB Local needs Java 17 or later, and the java on PATH is older: install one (Debian/Ubuntu: apt-get install openjdk-17-jre-headless): %s", out)
-			}
-			return fmt.Errorf("DynamoDB Local exited before it answered on %s: %s", p.endpoint, out)
-		case <-ctx.Done():
-			return fmt.Errorf("DynamoDB Local did not answer on %s within %v: %s", p.endpoint, limit, p.out.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// stop ends the engine and waits for it to go.
-func (p *process) stop() {
-	if p == nil {
-		return
-	}
-	terminate(p.pid)
-	select {
-	case <-p.exited:
-	case <-time.After(5 * time.Second):
-		kill(p.pid)
-		<-p.exited
-	}
-}
-
-// ping reports whether something answers HTTP at endpoint. DynamoDB Local
-// answers a bare GET (with 400).
-func ping(ctx context.Context, endpoint string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	return nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// tail keeps the last few KB a child wrote, for an error message.
-type tail struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-const tailSize = 4096
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > tailSize {
-		t.b = t.b[len(t.b)-tailSize:]
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.b) == 0 {
-		return "(no output)"
-	}
-	return strings.TrimSpace(string(t.b))
 }

@@ -1,6 +1,7 @@
 package idemtest
 
 import (
+	"bytes"
 	"context"
 	"embed"
 	"fmt"
@@ -106,10 +107,8 @@ func install(dest string) (string, error) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, npm, "ci", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error")
 	cmd.Dir = tmp
-	out := &tail{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Run(); err != nil {
-		return fail(fmt.Errorf("npm ci: %v: %s", err, out))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fail(fmt.Errorf("npm ci: %v: %s", err, bytes.TrimSpace(out)))
 	}
 	if installed(tmp) == "" {
 		return fail(fmt.Errorf("npm ci installed no %s", jarGlob))

@@ -15,9 +15,10 @@ import (
 // outside: a scratch module (testdata/outside: the README's HTTP API Lambda
 // and its test, a duplicate request and a commit whose answer is lost) that
 // requires this checkout through a replace, imports nothing of it but
-// pkg/idem (its doors included) and pkg/idemtest, and passes its tests against the engine this
-// binary already runs (DYNAMODB_ENDPOINT, so no second JVM). It builds from
-// the module cache, offline (GOPROXY=off) unless that fails.
+// pkg/idem (its doors included) and pkg/idemtest (its launcher included),
+// and passes its tests against the engine this binary already runs
+// (DYNAMODB_ENDPOINT, so no second JVM). It builds from the module cache,
+// offline (GOPROXY=off) unless that fails.
 func TestAModuleOfOnesOwnTestsItsLambdaWithTheKit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module of its own")
@@ -71,7 +72,7 @@ func TestAModuleOfOnesOwnTestsItsLambdaWithTheKit(t *testing.T) {
 		t.Fatalf("go list: %v\n%s", err, deps)
 	}
 	for _, p := range strings.Fields(deps) {
-		if strings.HasPrefix(p, "github.com/idemkeys/idem/") && p != "github.com/idemkeys/idem/pkg/idem" && p != "github.com/idemkeys/idem/pkg/idemtest" && !strings.HasPrefix(p, "github.com/idemkeys/idem/pkg/idem/") && p != "github.com/idemkeys/idem/pkg/httpapi" {
+		if strings.HasPrefix(p, "github.com/idemkeys/idem/") && p != "github.com/idemkeys/idem/pkg/idem" && p != "github.com/idemkeys/idem/pkg/idemtest" && !strings.HasPrefix(p, "github.com/idemkeys/idem/pkg/idem/") && !strings.HasPrefix(p, "github.com/idemkeys/idem/pkg/idemtest/") && p != "github.com/idemkeys/idem/pkg/httpapi" {
 			t.Errorf("the module builds %s, which is not pkg/idem's or the kit's", p)
 		}
 	}

@@ -1,12 +1,12 @@
 //go:build unix && !linux
 
-package idemtest
+package dynamolocal
 
 import "syscall"
 
 // sysProcAttr puts the engine in its own process group, so that stopping
 // the group reaches whatever the JVM starts. Only Linux can also tie the
-// engine's life to the test binary's: here, only Main stops it.
+// engine's life to its parent's: here, only Stop stops it.
 func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
 func terminate(pid int) { syscall.Kill(-pid, syscall.SIGTERM) }

@@ -1,13 +1,14 @@
 //go:build !unix
 
-package idemtest
+package dynamolocal
 
 import (
 	"os"
 	"syscall"
 )
 
-// sysProcAttr asks for nothing special: only Main stops the engine here.
+// sysProcAttr asks for nothing special: only Stop stops the engine here, and
+// only the engine, not what it started.
 func sysProcAttr() *syscall.SysProcAttr { return nil }
 
 func terminate(pid int) { kill(pid) }

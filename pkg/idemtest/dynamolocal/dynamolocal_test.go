@@ -1,0 +1,387 @@
+//go:build unix
+
+package dynamolocal_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/idemkeys/idem/pkg/idemtest/dynamolocal"
+)
+
+// The tests run no JVM: the java on their PATH is this test binary again (a
+// script that execs it with fakeEnv set), and the jar it is handed says what
+// that fake engine does, one of the modes of fakeEngine. It runs in the
+// jar's directory, as the real engine does, and records there what it was
+// run with ("calls", a line a start) and its pid ("pid").
+const (
+	fakeEnv    = "DYNAMOLOCAL_FAKE_JAVA"
+	starterEnv = "DYNAMOLOCAL_STARTER" // the jar a helper process starts, then exits without Stop
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(fakeEnv) != "" {
+		os.Exit(fakeEngine(os.Args[1:]))
+	}
+	if jar := os.Getenv(starterEnv); jar != "" {
+		if _, err := dynamolocal.Start(context.Background(), jar, dynamolocal.Options{}); err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		os.Exit(0) // as a test binary does that dies before it stops its engine
+	}
+	self, err := os.Executable()
+	if err != nil {
+		panic(err)
+	}
+	bin, err := os.MkdirTemp("", "dynamolocal-java-")
+	if err != nil {
+		panic(err)
+	}
+	script := "#!/bin/sh\n" + fakeEnv + "=1 exec '" + self + "' \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "java"), []byte(script), 0o755); err != nil {
+		panic(err)
+	}
+	os.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	code := m.Run()
+	os.RemoveAll(bin)
+	os.Exit(code)
+}
+
+// fakeEngine is what the fake java does with args, as its jar's word says:
+// serve (answer every request with 400, as DynamoDB Local answers a bare
+// GET), child (serve, with a child process of its own), stubborn (serve,
+// ignoring SIGTERM), old (fail as a Java older than 17 does) or mute (never
+// listen).
+func fakeEngine(args []string) int {
+	var jar, port string
+	for i := 0; i+1 < len(args); i++ {
+		switch args[i] {
+		case "-jar":
+			jar = args[i+1]
+		case "-port":
+			port = args[i+1]
+		}
+	}
+	f, _ := os.OpenFile("calls", os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	fmt.Fprintln(f, strings.Join(args, " "))
+	f.Close()
+	os.WriteFile("pid", []byte(strconv.Itoa(os.Getpid())), 0o644)
+	word, _ := os.ReadFile(jar)
+	switch mode := strings.TrimSpace(string(word)); mode {
+	case "old":
+		fmt.Fprintln(os.Stderr, "Error: LinkageError occurred while loading main class com.amazonaws.services.dynamodbv2.local.main.ServerRunner\n\tjava.lang.UnsupportedClassVersionError: compiled by a more recent version of the Java Runtime")
+		return 1
+	case "mute":
+		time.Sleep(time.Hour)
+		return 1
+	case "child":
+		child := exec.Command("sleep", "600")
+		if err := child.Start(); err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		os.WriteFile("child", []byte(strconv.Itoa(child.Process.Pid)), 0o644)
+	case "stubborn":
+		signal.Ignore(syscall.SIGTERM)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:"+port)
+	if err != nil {
+		fmt.Println("fake engine: cannot listen:", err)
+		return 1
+	}
+	fmt.Println("fake engine listening on", port)
+	http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusBadRequest) }))
+	return 1
+}
+
+// jar is a DynamoDBLocal.jar in a directory of its own that makes the fake
+// engine do mode.
+func jar(t *testing.T, mode string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "DynamoDBLocal.jar")
+	if err := os.WriteFile(path, []byte(mode), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// recorded reads what the fake engine beside jar wrote into name.
+func recorded(t *testing.T, jar, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(jar), name))
+	if err != nil {
+		t.Fatalf("the fake engine wrote no %s: %v", name, err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func pid(t *testing.T, jar, name string) int {
+	t.Helper()
+	p, err := strconv.Atoi(recorded(t, jar, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// alive: the process exists and is no zombie (read from /proc where there
+// is one).
+func alive(pid int) bool {
+	if stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		return len(f) > 0 && f[0] != "Z"
+	} else if _, err := os.Stat("/proc/self"); err == nil {
+		return false
+	}
+	return syscall.Kill(pid, 0) == nil
+}
+
+// dies waits for pid to go, for at most what.
+func dies(t *testing.T, pid int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("%s (pid %d) is still running", what, pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestStartRunsTheJarInMemoryWithOneDatabaseAndWaitsForItsAnswer(t *testing.T) {
+	t.Parallel()
+	j := jar(t, "serve")
+	var log syncBuffer
+	e, err := dynamolocal.Start(context.Background(), j, dynamolocal.Options{Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine := pid(t, j, "pid")
+	if want := "http://127.0.0.1:" + strconv.Itoa(e.Port); e.Endpoint != want || e.Port == 0 {
+		t.Errorf("Endpoint %q, Port %d; want %s on the port the kernel chose", e.Endpoint, e.Port, want)
+	}
+	if err := dynamolocal.Ping(context.Background(), e.Endpoint); err != nil {
+		t.Errorf("the engine Start returned does not answer: %v", err)
+	}
+	dir := filepath.Dir(j)
+	want := "-Djava.library.path=" + filepath.Join(dir, "DynamoDBLocal_lib") + " -jar " + j + " -inMemory -sharedDb -disableTelemetry -port " + strconv.Itoa(e.Port)
+	if got := recorded(t, j, "calls"); got != want {
+		t.Errorf("java ran with\n%s\nwant\n%s", got, want)
+	}
+	if !strings.Contains(log.String(), "fake engine listening on "+strconv.Itoa(e.Port)) {
+		t.Errorf("Log got %q, not the engine's output", log.String())
+	}
+	e.Stop()
+	if alive(engine) {
+		t.Errorf("the engine (pid %d) runs on after Stop returned", engine)
+	}
+	if dynamolocal.Ping(context.Background(), e.Endpoint) == nil {
+		t.Error("the engine still answers after Stop")
+	}
+}
+
+func TestStopEndsWhatTheEngineStarted(t *testing.T) {
+	t.Parallel()
+	j := jar(t, "child")
+	e, err := dynamolocal.Start(context.Background(), j, dynamolocal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := pid(t, j, "child")
+	e.Stop()
+	dies(t, child, "the engine's child, after Stop")
+}
+
+func TestStopKillsAnEngineThatIgnoresSIGTERM(t *testing.T) {
+	t.Parallel()
+	j := jar(t, "stubborn")
+	e, err := dynamolocal.Start(context.Background(), j, dynamolocal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Stop()
+	if engine := pid(t, j, "pid"); alive(engine) {
+		t.Errorf("the engine (pid %d) runs on after Stop returned", engine)
+	}
+}
+
+// A port is drawn again when the engine does not come up on it, three times
+// in all; a port given is tried once.
+func TestAPortTakenBeforeTheEngineBindsItIsDrawnAgain(t *testing.T) {
+	t.Parallel()
+	busy := boundPort(t)
+	free := func() int {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		return l.Addr().(*net.TCPAddr).Port
+	}()
+	cases := []struct {
+		name   string
+		port   int   // Options.Port
+		draws  []int // what FreePort hands out, in turn
+		starts int
+		on     int // the port it comes up on; 0: it fails
+	}{
+		{"taken, then free", 0, []int{busy, free}, 2, free},
+		{"taken every time", 0, []int{busy, busy, busy, free}, 3, 0},
+		{"a port given, taken", busy, []int{free}, 1, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			j := jar(t, "serve")
+			var mu sync.Mutex
+			draws := tc.draws
+			o := dynamolocal.Options{Port: tc.port, FreePort: func() (int, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				p := draws[0]
+				draws = draws[1:]
+				return p, nil
+			}}
+			e, err := dynamolocal.Start(context.Background(), j, o)
+			defer e.Stop()
+			if calls := strings.Count(recorded(t, j, "calls"), "\n") + 1; calls != tc.starts {
+				t.Errorf("the engine started %d times, want %d", calls, tc.starts)
+			}
+			if tc.on == 0 {
+				if err == nil || !strings.Contains(err.Error(), "exited before it answered") || !strings.Contains(err.Error(), "cannot listen") {
+					t.Fatalf("Start: %v; want the engine's exit, with its output", err)
+				}
+				return
+			}
+			if err != nil || e.Port != tc.on {
+				t.Fatalf("Start: %+v, %v; want an engine on %d", e, err, tc.on)
+			}
+		})
+	}
+}
+
+// boundPort is a loopback port that a socket of this process holds without
+// listening: the engine cannot bind it, and a client's connect is refused.
+func boundPort(t *testing.T) int {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sa.(*syscall.SockaddrInet4).Port
+}
+
+func TestAJavaOlderThan17IsNamed(t *testing.T) {
+	t.Parallel()
+	_, err := dynamolocal.Start(context.Background(), jar(t, "old"), dynamolocal.Options{})
+	if err == nil || !strings.Contains(err.Error(), "needs Java 17 or later, and the java on PATH is older") || !strings.Contains(err.Error(), "openjdk-17-jre-headless") {
+		t.Fatalf("Start: %v; want the Java it needs named", err)
+	}
+}
+
+// Without java, Java and Start say what to install. Not parallel: it
+// changes PATH.
+func TestNoJavaIsNamed(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	_, javaErr := dynamolocal.Java()
+	_, startErr := dynamolocal.Start(context.Background(), jar(t, "serve"), dynamolocal.Options{})
+	for _, err := range []error{javaErr, startErr} {
+		if err == nil || !strings.Contains(err.Error(), "java is not on PATH") || !strings.Contains(err.Error(), "apt-get install openjdk-17-jre-headless") {
+			t.Errorf("got %v; want what to install", err)
+		}
+	}
+}
+
+func TestAnEngineThatDoesNotAnswerIsStoppedWhenCtxEnds(t *testing.T) {
+	t.Parallel()
+	j := jar(t, "mute")
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { // once the engine runs
+		for _, err := os.Stat(filepath.Join(filepath.Dir(j), "pid")); err != nil; _, err = os.Stat(filepath.Join(filepath.Dir(j), "pid")) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+	}()
+	_, err := dynamolocal.Start(ctx, j, dynamolocal.Options{})
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "did not answer") {
+		t.Fatalf("Start: %v; want context.Canceled, with the engine named", err)
+	}
+	if engine := pid(t, j, "pid"); alive(engine) {
+		t.Errorf("the engine (pid %d) runs on after Start gave up on it", engine)
+	}
+	if calls := strings.Count(recorded(t, j, "calls"), "\n") + 1; calls != 1 {
+		t.Errorf("the engine started %d times, want once: an ended ctx draws no other port", calls)
+	}
+}
+
+func TestTheEngineDiesWithTheProcessThatStartedIt(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("only Linux ties a child's life to its parent's")
+	}
+	t.Parallel()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := jar(t, "serve")
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), starterEnv+"="+j)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the starter: %v\n%s", err, out)
+	}
+	dies(t, pid(t, j, "pid"), "the engine of a process that exited without Stop")
+}
+
+func TestPingTakesAnyHTTPAnswer(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusBadRequest) }))
+	if err := dynamolocal.Ping(context.Background(), srv.URL); err != nil {
+		t.Errorf("Ping of a server answering 400: %v", err)
+	}
+	srv.Close()
+	if dynamolocal.Ping(context.Background(), srv.URL) == nil {
+		t.Error("Ping of a closed port answered nil")
+	}
+}
+
+// syncBuffer is a Log that the test reads while the engine writes to it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
