@@ -38,7 +38,8 @@ import (
 // floor's in the same round.
 //
 // It asserts that both sides made the same calls, never the time. make test
-// runs it small; make bench runs FLOOR_REQUESTS=200 and writes BENCH_OUT.
+// runs it small; make bench runs FLOOR_REQUESTS=100 FLOOR_ROUNDS=7 and
+// writes BENCH_OUT.
 func TestFloor(t *testing.T) {
 	n := measure.EnvInt("FLOOR_REQUESTS", 10)
 	rounds := measure.EnvInt("FLOOR_ROUNDS", 2)
