@@ -11,14 +11,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -27,6 +25,7 @@ import (
 
 	"github.com/idemkeys/idem/local/proc"
 	"github.com/idemkeys/idem/local/template"
+	"github.com/idemkeys/idem/pkg/idemtest/dynamolocal"
 )
 
 // EndpointEnv names the variable that points everything here at an engine
@@ -64,8 +63,7 @@ var ErrNoEngine = errors.New("no local DynamoDB engine: run " + installer + " (m
 type Engine struct {
 	Endpoint string
 	Jar      string // the DynamoDBLocal.jar it runs
-	cmd      *exec.Cmd
-	exited   chan struct{}
+	run      *dynamolocal.Engine
 }
 
 // Start starts DynamoDB Local in memory on a free loopback port and waits
@@ -85,25 +83,16 @@ func StartAt(ctx context.Context, host string, port int, logw io.Writer) (*Engin
 	if err != nil {
 		return nil, err
 	}
-	java, err := exec.LookPath("java")
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	run, err := dynamolocal.Start(ctx, jar, dynamolocal.Options{Port: port, FreePort: proc.FreePort, Log: logw})
 	if err != nil {
-		return nil, fmt.Errorf("%w: java is not on PATH (Debian: apt-get install openjdk-17-jre-headless)", ErrNoEngine)
+		return nil, fmt.Errorf("%w: %v", ErrNoEngine, err)
 	}
-	var lastErr error
-	for range 3 { // a free port can be taken between choosing and binding it
-		p := port
-		if p == 0 {
-			if p, err = proc.FreePort(); err != nil {
-				return nil, err
-			}
-		}
-		e, err := startOn(ctx, java, jar, host, p, logw)
-		if err == nil || port != 0 {
-			return e, err
-		}
-		lastErr = err
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
 	}
-	return nil, lastErr
+	return &Engine{Endpoint: "http://" + net.JoinHostPort(host, strconv.Itoa(run.Port)), Jar: jar, run: run}, nil
 }
 
 var install sync.Mutex
@@ -146,57 +135,10 @@ func pinnedJar(dir string) string {
 	return m[len(m)-1]
 }
 
-func startOn(ctx context.Context, java, jar, host string, port int, logw io.Writer) (*Engine, error) {
-	dir := filepath.Dir(jar)
-	cmd := exec.Command(java, "-Djava.library.path="+filepath.Join(dir, "DynamoDBLocal_lib"), "-jar", jar,
-		"-inMemory", "-sharedDb", "-disableTelemetry", "-port", strconv.Itoa(port))
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = logw, logw
-	cmd.SysProcAttr = proc.Attr()
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start DynamoDB Local: %w", err)
-	}
-	reach := host
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		reach = "127.0.0.1"
-	}
-	e := &Engine{Endpoint: "http://" + net.JoinHostPort(reach, strconv.Itoa(port)), Jar: jar, cmd: cmd, exited: make(chan struct{})}
-	go func() { cmd.Wait(); close(e.exited) }()
-	if err := e.waitReady(ctx, 60*time.Second); err != nil {
-		e.Stop()
-		return nil, err
-	}
-	return e, nil
-}
-
-func (e *Engine) waitReady(ctx context.Context, limit time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	for {
-		if Ping(ctx, e.Endpoint) == nil {
-			return nil
-		}
-		select {
-		case <-e.exited:
-			return fmt.Errorf("DynamoDB Local exited before it answered on %s", e.Endpoint)
-		case <-ctx.Done():
-			return fmt.Errorf("DynamoDB Local did not answer on %s within %v", e.Endpoint, limit)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
 // Stop ends the engine and its process group and waits for it to go.
 func (e *Engine) Stop() error {
-	if e == nil || e.cmd.Process == nil {
-		return nil
-	}
-	syscall.Kill(-e.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-e.exited:
-	case <-time.After(5 * time.Second):
-		syscall.Kill(-e.cmd.Process.Pid, syscall.SIGKILL)
-		<-e.exited
+	if e != nil {
+		e.run.Stop()
 	}
 	return nil
 }
@@ -218,20 +160,9 @@ func JarVersion(jar string) string {
 	return "unknown version"
 }
 
-// Ping reports whether something answers HTTP at endpoint. DynamoDB Local
-// answers a bare GET (with 400).
-func Ping(ctx context.Context, endpoint string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	return nil
-}
+// Ping reports whether something answers HTTP at endpoint, as
+// dynamolocal.Ping.
+func Ping(ctx context.Context, endpoint string) error { return dynamolocal.Ping(ctx, endpoint) }
 
 // Ensure returns the endpoint to use: DYNAMODB_ENDPOINT if it is set (and
 // answers), else a DynamoDB Local started now, which the caller must Stop.

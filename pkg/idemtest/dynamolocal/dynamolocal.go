@@ -142,11 +142,16 @@ func (e *Engine) waitReady(ctx context.Context, out *tail) error {
 }
 
 // Stop ends the engine and whatever it started, and waits for it to exit: a
-// SIGTERM to its process group, a SIGKILL 5 seconds later. A nil Engine
-// stops nothing.
+// SIGTERM to its process group, a SIGKILL 5 seconds later. It may be called
+// again, and on a nil Engine, where it does nothing.
 func (e *Engine) Stop() {
 	if e == nil {
 		return
+	}
+	select {
+	case <-e.exited:
+		return // no signal: its pid may be another process's by now
+	default:
 	}
 	terminate(e.pid)
 	select {
@@ -157,7 +162,7 @@ func (e *Engine) Stop() {
 	}
 }
 
-// Ping reports whether something answers HTTP at endpoint before ctx ends.
+// Ping reports whether something answers HTTP at endpoint.
 // DynamoDB Local answers a bare GET (with 400).
 func Ping(ctx context.Context, endpoint string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)

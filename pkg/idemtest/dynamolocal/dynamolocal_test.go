@@ -168,8 +168,12 @@ func dies(t *testing.T, pid int, what string) {
 func TestStartRunsTheJarInMemoryWithOneDatabaseAndWaitsForItsAnswer(t *testing.T) {
 	t.Parallel()
 	j := jar(t, "serve")
-	var log syncBuffer
-	e, err := dynamolocal.Start(context.Background(), j, dynamolocal.Options{Log: &log})
+	log, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	e, err := dynamolocal.Start(context.Background(), j, dynamolocal.Options{Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,40 +189,40 @@ func TestStartRunsTheJarInMemoryWithOneDatabaseAndWaitsForItsAnswer(t *testing.T
 	if got := recorded(t, j, "calls"); got != want {
 		t.Errorf("java ran with\n%s\nwant\n%s", got, want)
 	}
-	if !strings.Contains(log.String(), "fake engine listening on "+strconv.Itoa(e.Port)) {
-		t.Errorf("Log got %q, not the engine's output", log.String())
-	}
 	e.Stop()
+	if out, _ := os.ReadFile(log.Name()); !strings.Contains(string(out), "fake engine listening on "+strconv.Itoa(e.Port)) {
+		t.Errorf("Log got %q, not the engine's output", out)
+	}
 	if alive(engine) {
 		t.Errorf("the engine (pid %d) runs on after Stop returned", engine)
 	}
 	if dynamolocal.Ping(context.Background(), e.Endpoint) == nil {
 		t.Error("the engine still answers after Stop")
 	}
+	e.Stop() // again: it returns
+	var none *dynamolocal.Engine
+	none.Stop()
 }
 
-func TestStopEndsWhatTheEngineStarted(t *testing.T) {
-	t.Parallel()
-	j := jar(t, "child")
-	e, err := dynamolocal.Start(context.Background(), j, dynamolocal.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	child := pid(t, j, "child")
-	e.Stop()
-	dies(t, child, "the engine's child, after Stop")
-}
-
-func TestStopKillsAnEngineThatIgnoresSIGTERM(t *testing.T) {
-	t.Parallel()
-	j := jar(t, "stubborn")
-	e, err := dynamolocal.Start(context.Background(), j, dynamolocal.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Stop()
-	if engine := pid(t, j, "pid"); alive(engine) {
-		t.Errorf("the engine (pid %d) runs on after Stop returned", engine)
+// Stop ends the engine's process group, and an engine that ignores SIGTERM
+// too (5 seconds later).
+func TestStopEndsTheEngineAndWhatItStarted(t *testing.T) {
+	for _, mode := range []string{"child", "stubborn"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			j := jar(t, mode)
+			e, err := dynamolocal.Start(context.Background(), j, dynamolocal.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.Stop()
+			if engine := pid(t, j, "pid"); alive(engine) {
+				t.Errorf("the engine (pid %d) runs on after Stop returned", engine)
+			}
+			if mode == "child" {
+				dies(t, pid(t, j, "child"), "the engine's child, after Stop")
+			}
+		})
 	}
 }
 
@@ -326,15 +330,16 @@ func TestAnEngineThatDoesNotAnswerIsStoppedWhenCtxEnds(t *testing.T) {
 		}
 		cancel()
 	}()
-	_, err := dynamolocal.Start(ctx, j, dynamolocal.Options{})
+	draws := 0
+	_, err := dynamolocal.Start(ctx, j, dynamolocal.Options{FreePort: func() (int, error) { draws++; return boundPort(t), nil }})
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "did not answer") {
 		t.Fatalf("Start: %v; want context.Canceled, with the engine named", err)
 	}
 	if engine := pid(t, j, "pid"); alive(engine) {
 		t.Errorf("the engine (pid %d) runs on after Start gave up on it", engine)
 	}
-	if calls := strings.Count(recorded(t, j, "calls"), "\n") + 1; calls != 1 {
-		t.Errorf("the engine started %d times, want once: an ended ctx draws no other port", calls)
+	if draws != 1 {
+		t.Errorf("%d ports drawn, want 1: an ended ctx draws no other", draws)
 	}
 }
 
@@ -366,22 +371,4 @@ func TestPingTakesAnyHTTPAnswer(t *testing.T) {
 	if dynamolocal.Ping(context.Background(), srv.URL) == nil {
 		t.Error("Ping of a closed port answered nil")
 	}
-}
-
-// syncBuffer is a Log that the test reads while the engine writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
