@@ -63,71 +63,72 @@ func TestConcurrentInvocations(t *testing.T) {
 	}
 }
 
-// TestLoadFloor runs POST /orders under load five ways on the same
-// requests: plain, Do, DoAtomic, and each idempotent path's floor, the
-// same DynamoDB calls made bare (floorCreate); it reports each path's time
-// per request over its floor's in the same round, and where the time went
-// (the attempts by answer, the client's and the engine's CPU). The floors
-// keep the guarantee on these requests too (checked like the library's).
+// TestLoadFloor runs POST /orders under load beside its floor, the same
+// DynamoDB calls made bare (floorCreate), in pairs that share one run:
+// each client sends a request to the path and the same request to its
+// floor, on tables of their own, so that both meet the same engine at the
+// same moments. The ratio is the path's median latency over its floor's
+// in the same run, one per round (the mean is the tail's: a pause of the
+// engine's lands on whichever requests are in flight). A third pair, the floor beside itself, is
+// the control: what the method reads where there is no difference. The
+// floors keep the guarantee on these requests too (checked like the
+// library's); each side's attempts are counted by answer.
 //
-// The engine is warmed first (LOAD_WARMUP requests per way, unmeasured) and
-// the rounds alternate the ways' order with its mirror, so that an engine
-// still speeding up (its JIT) or slowing down favours no way.
+// Runs made one way after another read even identical handlers apart:
+// the floor measured twice so came out 1.15 (1.01–1.20) of itself, with the
+// engine's CPU per request 1.20 of itself (its JVM's collections and
+// compilations land on whichever run is going). Within one run they land
+// on both.
 func TestLoadFloor(t *testing.T) {
 	n := measure.EnvInt("LOAD_FLOOR_REQUESTS", 150)
 	clients := measure.EnvInt("LOAD_CLIENTS", 32)
-	rounds := measure.EnvInt("LOAD_ROUNDS", 4)
-	ways := []string{"plain", "Do", "Do floor", "DoAtomic", "DoAtomic floor"}
-	warm := warmUp(t, ways, clients)
-	all, per := map[string]*loadResult{}, map[string][]*loadResult{}
-	for _, v := range ways {
-		all[v] = &loadResult{}
+	rounds := measure.EnvInt("LOAD_ROUNDS", 3)
+	pairs := [][2]string{{"Do", "Do floor"}, {"DoAtomic", "DoAtomic floor"}, {"Do floor", "Do floor"}}
+	warm := warmUp(t, []string{"Do floor", "DoAtomic", "DoAtomic floor"}, clients)
+	type side struct {
+		all    loadResult
+		ratios []float64
+		rate   []float64
+	}
+	got := make([][2]*side, len(pairs))
+	for i := range got {
+		got[i] = [2]*side{{}, {}}
 	}
 	for r := range rounds {
 		p := newPlan(max(n/rounds, 1), 0.2, 400+uint64(r), "")
-		for i := range ways {
-			v := ways[i]
-			if r%2 == 1 {
-				v = ways[len(ways)-1-i]
-			}
-			res := runLoad(t, v, p, clients, "")
-			all[v].merge(res)
-			per[v] = append(per[v], res)
+		for i := range pairs {
+			k := (i + r) % len(pairs)
+			a, b := runPair(t, pairs[k][0], pairs[k][1], p, clients)
+			got[k][0].all.merge(a)
+			got[k][1].all.merge(b)
+			got[k][0].ratios = append(got[k][0].ratios, a.pct(50)/b.pct(50))
+			got[k][0].rate = append(got[k][0].rate, 2*a.throughput())
 		}
 	}
-	// over is a way's figure over its floor's, per round: median (min–max).
-	over := func(v string, figure func(*loadResult) float64) string {
-		switch v {
-		case "plain":
-			return "1 (its own floor)"
-		case "Do floor", "DoAtomic floor":
-			return "1"
-		}
-		rs := make([]float64, rounds)
-		for r := range rounds {
-			rs[r] = figure(per[v][r]) / figure(per[v+" floor"][r])
-		}
-		return measure.Spread(rs)
-	}
-	timePer := func(r *loadResult) float64 { return 1 / r.throughput() }
 	var report strings.Builder
-	fmt.Fprintf(&report, "Engine: %s, warmed first with %d requests to Do and 500 to each way, unmeasured (%s). POST /orders, %d requests per way in %d rounds (the ways' order and its mirror alternating), %d concurrent clients, 20%% duplicates; the floor is the same DynamoDB calls made bare:\n\n", engineVersion, warmUpRequests(), warm, len(all["plain"].latencies), rounds, clients)
-	fmt.Fprintln(&report, "| way | requests/s | p50 ms | p99 ms | time per request over its floor's (median, min–max over rounds) | orders | logical operations |")
-	fmt.Fprintln(&report, "|---|---|---|---|---|---|---|")
-	for _, v := range ways {
-		res := all[v]
-		fmt.Fprintf(&report, "| %s | %.0f | %.1f | %.1f | %s | %d | %d |\n", v, res.throughput(), res.pct(50), res.pct(99), over(v, timePer), res.orders, res.ops)
+	fmt.Fprintf(&report, "Engine: %s, warmed first with %d requests to Do and 500 to each way, unmeasured (%s). POST /orders, %d requests per side in %d rounds, %d concurrent clients each sending every request to both sides of its pair (who goes first alternating), each side on tables of its own, 20%% duplicates; the floor is the same DynamoDB calls made bare; the last pair, the floor beside itself, is the method's control:\n\n",
+		engineVersion, warmUpRequests(), warm, len(got[0][0].all.latencies), rounds, clients)
+	fmt.Fprintln(&report, "| pair | requests/s, both sides | p50 ms | p99 ms | floor p50 ms | floor p99 ms | p50 over the floor's p50, per round (median, min–max over rounds) | orders per logical operation (both sides) |")
+	fmt.Fprintln(&report, "|---|---|---|---|---|---|---|---|")
+	for k, pr := range pairs {
+		a, b := &got[k][0].all, &got[k][1].all
+		name := pr[0] + " beside " + pr[1]
+		if pr[0] == pr[1] {
+			name = "control: " + name
+		}
+		fmt.Fprintf(&report, "| %s | %.0f | %.1f | %.1f | %.1f | %.1f | %s | %.0f, %.0f |\n", name, measure.Median(got[k][0].rate), a.pct(50), a.pct(99), b.pct(50), b.pct(99),
+			measure.Spread(got[k][0].ratios), float64(a.orders)/float64(a.succeededOps), float64(b.orders)/float64(b.succeededOps))
 	}
-	fmt.Fprintf(&report, "\nWhere each way's time went, per request (the same runs): its DynamoDB attempts, the SDK's retries included, and those answered with a conflict, a throttle or a server error (sent again); the CPU of this process (the handler and the load driver) and of the engine's JVM while the way ran, each over its floor's per round (median, min–max):\n\n")
-	fmt.Fprintln(&report, "| way | attempts | sent again | connections opened | client CPU, µs | over its floor's | engine CPU, µs | over its floor's | attempts by answer, per request |")
-	fmt.Fprintln(&report, "|---|---|---|---|---|---|---|---|---|")
-	for _, v := range ways {
-		res := all[v]
-		attempts, again := res.attempts()
-		fmt.Fprintf(&report, "| %s | %.3f | %.3f | %.3f | %.0f | %s | %.0f | %s | %s |\n", v, attempts, again, float64(res.connections)/float64(len(res.latencies)),
-			res.perRequest(res.clientCPU), over(v, func(r *loadResult) float64 { return r.perRequest(r.clientCPU) }),
-			res.perRequest(res.engineCPU), over(v, func(r *loadResult) float64 { return r.perRequest(r.engineCPU) }),
-			answersText(res.answers, len(res.latencies)))
+	fmt.Fprintf(&report, "\nEach side's DynamoDB attempts per request in the same runs, the SDK's retries included (sent again: answered with a conflict, a throttle or a server error), and the connections it opened:\n\n")
+	fmt.Fprintln(&report, "| pair | side | attempts | sent again | connections opened | attempts by answer, per request |")
+	fmt.Fprintln(&report, "|---|---|---|---|---|---|")
+	for k, pr := range pairs {
+		for i, sd := range got[k] {
+			res := &sd.all
+			attempts, again := res.attempts()
+			fmt.Fprintf(&report, "| %s beside %s | %s | %.3f | %.3f | %.3f | %s |\n", pr[0], pr[1], []string{"first", "second"}[i]+": "+pr[i], attempts, again,
+				float64(res.connections)/float64(len(res.latencies)), answersText(res.answers, len(res.latencies)))
+		}
 	}
 	t.Log("\n" + report.String())
 	if out := os.Getenv("BENCH_OUT"); out != "" {

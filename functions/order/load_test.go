@@ -237,16 +237,53 @@ func (r *loadResult) pct(p int) float64 {
 // and idemTable (a fresh one if empty), and checks the guarantee.
 func runLoad(t *testing.T, variant string, p plan, clients int, idemTable string) *loadResult {
 	t.Helper()
+	w, drop := openWay(t, variant, idemTable)
+	defer drop()
+	engine := enginePID(t)
+	client0, engine0 := proc.SelfCPU(), cpu(t, engine)
+	res := drive(t, []*way{w}, p, clients)[0]
+	res.clientCPU, res.engineCPU = proc.SelfCPU()-client0, cpu(t, engine)-engine0
+	return res
+}
+
+// runPair sends p's requests to two ways at once, each on tables of its
+// own: a client sends request i to one way and then the same request to
+// the other (which goes first alternating with i), so that both meet the
+// same engine, its garbage collections and the machine's other work at
+// the same moments. It checks each way's guarantee.
+func runPair(t *testing.T, a, b string, p plan, clients int) (*loadResult, *loadResult) {
+	t.Helper()
+	wa, dropA := openWay(t, a, "")
+	defer dropA()
+	wb, dropB := openWay(t, b, "")
+	defer dropB()
+	res := drive(t, []*way{wa, wb}, p, clients)
+	return res[0], res[1]
+}
+
+// way is one handler of POST /orders on tables of its own, its DynamoDB
+// attempts counted.
+type way struct {
+	variant string
+	handle  func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+	raw     *dynamodb.Client // for the test's own reads
+	orders  string
+	wire    *dynamotest.Wire
+}
+
+// openWay builds variant's handler on a fresh orders table and idemTable
+// (a fresh one if empty); drop deletes the tables it made. A run's tables
+// go when it ends, not with the test: an engine holding every earlier
+// run's tables and items works harder for the later runs.
+func openWay(t *testing.T, variant, idemTable string) (w *way, drop func()) {
+	t.Helper()
 	raw := dynamotest.Client(t, func(o *dynamodb.Options) { o.RetryMaxAttempts = 10 })
-	// The run's own tables go when it ends, not with the test: an engine
-	// holding every earlier run's tables and items works harder for the
-	// later runs (its TTL sweep reads them all).
 	var own []string
-	defer func() {
+	drop = func() {
 		for _, name := range own {
 			raw.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
 		}
-	}()
+	}
 	if idemTable == "" {
 		idemTable = dynamotest.Table(t, raw, "IdempotencyTable")
 		own = append(own, idemTable)
@@ -257,25 +294,20 @@ func runLoad(t *testing.T, variant string, p plan, clients int, idemTable string
 	db := dynamotest.Client(t, func(o *dynamodb.Options) { o.RetryMaxAttempts, o.HTTPClient = 10, wire })
 	store, err := idem.New(db, idemTable)
 	if err != nil {
+		drop()
 		t.Fatal(err)
 	}
 	wire.Reset() // New's DescribeTable
 	s := &server{store: store, db: db, table: orders, scopeClaim: "sub", fastPath: variant == "DoAtomic",
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now}
-	handle := s.routes().Handle
+	w = &way{variant: variant, handle: s.routes().Handle, raw: raw, orders: orders, wire: wire}
 	switch variant {
 	case "plain":
-		handle = s.plainCreate
+		w.handle = s.plainCreate
 	case "Do floor", "DoAtomic floor": // the same calls made bare (concurrency_bench_test.go)
-		handle = s.floorCreate(idemTable, variant == "DoAtomic floor")
+		w.handle = s.floorCreate(idemTable, variant == "DoAtomic floor")
 	}
-	engine := enginePID(t)
-	client0, engine0 := proc.SelfCPU(), cpu(t, engine)
-	res := drive(t, handle, raw, orders, p, clients)
-	res.clientCPU, res.engineCPU = proc.SelfCPU()-client0, cpu(t, engine)-engine0
-	res.answers, res.wire, res.connections = wire.Answers(), wire.OnTheWire(), wire.Connections()
-	checkGuarantee(t, variant, res)
-	return res
+	return w, drop
 }
 
 // enginePID is the process of the engine the tests reach.
@@ -305,8 +337,10 @@ func cpu(t *testing.T, pid int) time.Duration {
 	return d
 }
 
-// drive sends p's requests to handle with clients workers.
-func drive(t *testing.T, handle func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), raw *dynamodb.Client, orders string, p plan, clients int) *loadResult {
+// drive sends p's requests with clients workers to every way, request i
+// to each in turn (the first way of the turn moving on with i), and
+// returns each way's result, its guarantee checked.
+func drive(t *testing.T, ways []*way, p plan, clients int) []*loadResult {
 	t.Helper()
 	route := apitest.Function(t, "OrderFunction").Routes
 	rt, params, _ := apigw.Match(route, "POST", "/orders") // once: the driver's own CPU competes with the handler's
@@ -316,8 +350,12 @@ func drive(t *testing.T, handle func(context.Context, events.APIGatewayV2HTTPReq
 		r.Header.Set("Idempotency-Key", key)
 		return apigw.Event(r, []byte(tea), rt, params, map[string]string{"sub": "load"})
 	}
-	res := &loadResult{ops: p.ops, latencies: make([]time.Duration, len(p.keys))}
-	succeeded := make([]bool, p.ops)
+	results := make([]*loadResult, len(ways))
+	succeeded := make([][]bool, len(ways))
+	for j := range ways {
+		results[j] = &loadResult{ops: p.ops, latencies: make([]time.Duration, len(p.keys))}
+		succeeded[j] = make([]bool, p.ops)
+	}
 	var mu sync.Mutex
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -327,19 +365,22 @@ func drive(t *testing.T, handle func(context.Context, events.APIGatewayV2HTTPReq
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				e := ev(p.keys[i])
-				t0 := time.Now()
-				resp, err := handle(context.Background(), e)
-				res.latencies[i] = time.Since(t0)
-				mu.Lock()
-				switch {
-				case err != nil || resp.StatusCode >= 500:
-					res.errors++
-				case resp.StatusCode == 201:
-					op, _ := strconv.Atoi(p.keys[i][strings.LastIndexByte(p.keys[i], '-')+1:])
-					succeeded[op] = true
+				op, _ := strconv.Atoi(p.keys[i][strings.LastIndexByte(p.keys[i], '-')+1:])
+				for turn := range ways {
+					j := (turn + i) % len(ways)
+					e := ev(p.keys[i])
+					t0 := time.Now()
+					resp, err := ways[j].handle(context.Background(), e)
+					results[j].latencies[i] = time.Since(t0)
+					mu.Lock()
+					switch {
+					case err != nil || resp.StatusCode >= 500:
+						results[j].errors++
+					case resp.StatusCode == 201:
+						succeeded[j][op] = true
+					}
+					mu.Unlock()
 				}
-				mu.Unlock()
 			}
 		}()
 	}
@@ -348,14 +389,20 @@ func drive(t *testing.T, handle func(context.Context, events.APIGatewayV2HTTPReq
 	}
 	close(next)
 	wg.Wait()
-	res.elapsed = time.Since(start)
-	for _, ok := range succeeded {
-		if ok {
-			res.succeededOps++
+	elapsed := time.Since(start)
+	for j, w := range ways {
+		res := results[j]
+		res.elapsed = elapsed
+		for _, ok := range succeeded[j] {
+			if ok {
+				res.succeededOps++
+			}
 		}
+		res.orders = apitest.Items(t, w.raw, w.orders)
+		res.answers, res.wire, res.connections = w.wire.Answers(), w.wire.OnTheWire(), w.wire.Connections()
+		checkGuarantee(t, w.variant, res)
 	}
-	res.orders = apitest.Items(t, raw, orders)
-	return res
+	return results
 }
 
 // plainCreate is POST /orders without pkg/idem: the same order, written
