@@ -126,7 +126,7 @@ bench: deps build $(POWERTOOLS)
 	@echo "• the order handler under load on the local engine: plain, Do, DoAtomic"
 	LOAD_WARMUP=$(LOAD_WARMUP) LOAD_REQUESTS=$(LOAD_REQUESTS) LOAD_SWEEP=1 BENCH_OUT=$(CURDIR)/bin/bench/load.md $(GO) test -count=1 -timeout 60m -run 'TestLoad$$' ./functions/order
 	@echo "• the order handler under load beside the same calls made bare"
-	LOAD_WARMUP=$(LOAD_WARMUP) LOAD_ROUNDS=6 LOAD_FLOOR_REQUESTS=3000 BENCH_OUT=$(CURDIR)/bin/bench/loadfloor.md $(GO) test -count=1 -timeout 30m -run 'TestLoadFloor$$' ./functions/order
+	LOAD_WARMUP=$(LOAD_WARMUP) LOAD_ROUNDS=6 LOAD_FLOOR_REQUESTS=6000 BENCH_OUT=$(CURDIR)/bin/bench/loadfloor.md $(GO) test -count=1 -timeout 30m -run 'TestLoadFloor$$' ./functions/order
 	@echo "• concurrent invocations in one process (AWS_LAMBDA_MAX_CONCURRENCY)"
 	LOAD_WARMUP=$(LOAD_WARMUP) CONCURRENCY_REQUESTS=1200 BENCH_OUT=$(CURDIR)/bin/bench/concurrency.md $(GO) test -count=1 -timeout 30m -run 'TestConcurrentInvocations$$' ./functions/order
 	LOAD_WARMUP=$(LOAD_WARMUP) CONCURRENCY_RIE_REQUESTS=1200 BENCH_OUT=$(CURDIR)/bin/bench/concurrency-rie.md $(GO) test -count=1 -timeout 30m -run 'TestConcurrentInvocationsUnderTheEmulator$$' ./local/rie

@@ -66,24 +66,26 @@ func TestConcurrentInvocations(t *testing.T) {
 // TestLoadFloor runs POST /orders under load beside its floor, the same
 // DynamoDB calls made bare (floorCreate), in pairs that share one run:
 // each client sends a request to the path and the same request to its
-// floor, on tables of their own, so that both meet the same engine at the
-// same moments. The ratio is the path's median latency over its floor's
-// in the same run, one per round (the mean is the tail's: a pause of the
-// engine's lands on whichever requests are in flight). A third pair, the floor beside itself, is
-// the control: what the method reads where there is no difference. The
-// floors keep the guarantee on these requests too (checked like the
-// library's); each side's attempts are counted by answer.
+// floor, back to back (who goes first alternating), on tables of their
+// own, so that both meet the same engine at the same moments. The ratio is
+// paired: the median over requests of the path's time over its floor's for
+// the same request (measure.PairedRatio), one per round. The floor beside
+// itself, for each floor, is the control: what the method reads where
+// there is no difference. The floors keep the guarantee on these requests
+// too (checked like the library's); each side's attempts are counted by
+// answer.
 //
-// Runs made one way after another read even identical handlers apart:
-// the floor measured twice so came out 1.15 (1.01–1.20) of itself, with the
-// engine's CPU per request 1.20 of itself (its JVM's collections and
-// compilations land on whichever run is going). Within one run they land
-// on both.
+// Two readings it replaced, each shown wrong by its control: runs made one
+// way after another read the floor at 1.15 (1.01–1.20) of itself (the
+// engine's JVM collections and compilations land on whichever run is
+// going), and each side's p50 taken apart, per round, read the floor at
+// 0.21 to 3.13 of itself (a pause lands on whichever side's requests are
+// in flight, and moves a round's p50 wholesale).
 func TestLoadFloor(t *testing.T) {
 	n := measure.EnvInt("LOAD_FLOOR_REQUESTS", 150)
 	clients := measure.EnvInt("LOAD_CLIENTS", 32)
 	rounds := measure.EnvInt("LOAD_ROUNDS", 3)
-	pairs := [][2]string{{"Do", "Do floor"}, {"DoAtomic", "DoAtomic floor"}, {"Do floor", "Do floor"}}
+	pairs := [][2]string{{"Do", "Do floor"}, {"DoAtomic", "DoAtomic floor"}, {"Do floor", "Do floor"}, {"DoAtomic floor", "DoAtomic floor"}}
 	warm := warmUp(t, []string{"Do floor", "DoAtomic", "DoAtomic floor"}, clients)
 	type side struct {
 		all    loadResult
@@ -101,23 +103,23 @@ func TestLoadFloor(t *testing.T) {
 			a, b := runPair(t, pairs[k][0], pairs[k][1], p, clients)
 			got[k][0].all.merge(a)
 			got[k][1].all.merge(b)
-			got[k][0].ratios = append(got[k][0].ratios, a.pct(50)/b.pct(50))
+			got[k][0].ratios = append(got[k][0].ratios, measure.PairedRatio(a.latencies, b.latencies))
 			got[k][0].rate = append(got[k][0].rate, 2*a.throughput())
 		}
 	}
 	var report strings.Builder
-	fmt.Fprintf(&report, "Engine: %s, warmed first with %d requests to Do and 500 to each way, unmeasured (%s). POST /orders, %d requests per side in %d rounds, %d concurrent clients each sending every request to both sides of its pair (who goes first alternating), each side on tables of its own, 20%% duplicates; the floor is the same DynamoDB calls made bare; the last pair, the floor beside itself, is the method's control:\n\n",
+	fmt.Fprintf(&report, "Engine: %s, warmed first with %d requests to Do and 500 to each way, unmeasured (%s). POST /orders, %d requests per side in %d rounds, %d concurrent clients each sending every request to both sides of its pair, back to back (who goes first alternating), each side on tables of its own, 20%% duplicates; the floor is the same DynamoDB calls made bare; the pairs of a floor beside itself are the method's controls:\n\n",
 		engineVersion, warmUpRequests(), warm, len(got[0][0].all.latencies), rounds, clients)
-	fmt.Fprintln(&report, "| pair | requests/s, both sides | p50 ms | p99 ms | floor p50 ms | floor p99 ms | p50 over the floor's p50, per round (median, min–max over rounds) | orders per logical operation (both sides) |")
-	fmt.Fprintln(&report, "|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(&report, "| pair | requests/s, both sides | p50 ms | p99 ms | second side p50 ms | second side p99 ms | time over the second side's for the same request: median over requests, per round (median, min–max over rounds) | the same, all rounds' requests together | orders per logical operation (both sides) |")
+	fmt.Fprintln(&report, "|---|---|---|---|---|---|---|---|---|")
 	for k, pr := range pairs {
 		a, b := &got[k][0].all, &got[k][1].all
 		name := pr[0] + " beside " + pr[1]
 		if pr[0] == pr[1] {
 			name = "control: " + name
 		}
-		fmt.Fprintf(&report, "| %s | %.0f | %.1f | %.1f | %.1f | %.1f | %s | %.0f, %.0f |\n", name, measure.Median(got[k][0].rate), a.pct(50), a.pct(99), b.pct(50), b.pct(99),
-			measure.Spread(got[k][0].ratios), float64(a.orders)/float64(a.succeededOps), float64(b.orders)/float64(b.succeededOps))
+		fmt.Fprintf(&report, "| %s | %.0f | %.1f | %.1f | %.1f | %.1f | %s | %.2f | %.0f, %.0f |\n", name, measure.Median(got[k][0].rate), a.pct(50), a.pct(99), b.pct(50), b.pct(99),
+			measure.Spread(got[k][0].ratios), measure.PairedRatio(a.latencies, b.latencies), float64(a.orders)/float64(a.succeededOps), float64(b.orders)/float64(b.succeededOps))
 	}
 	fmt.Fprintf(&report, "\nEach side's DynamoDB attempts per request in the same runs, the SDK's retries included (sent again: answered with a conflict, a throttle or a server error), and the connections it opened:\n\n")
 	fmt.Fprintln(&report, "| pair | side | attempts | sent again | connections opened | attempts by answer, per request |")
@@ -130,11 +132,54 @@ func TestLoadFloor(t *testing.T) {
 				float64(res.connections)/float64(len(res.latencies)), answersText(res.answers, len(res.latencies)))
 		}
 	}
+	cpuPerRequest(t, &report, n, clients, rounds)
 	t.Log("\n" + report.String())
 	if out := os.Getenv("BENCH_OUT"); out != "" {
 		if err := os.WriteFile(out, []byte(report.String()), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// cpuPerRequest runs each way alone, one after another in an order that
+// rotates by round, and reports the CPU per request of this process (the
+// driver, the SDK and the handler: where the library's own work shows) and
+// of the engine, each over its floor's in the same round; the floor run a
+// second time is the control.
+func cpuPerRequest(t *testing.T, report *strings.Builder, n, clients, rounds int) {
+	t.Helper()
+	type run struct{ label, variant string }
+	runs := []run{{"Do", "Do"}, {"Do floor", "Do floor"}, {"DoAtomic", "DoAtomic"}, {"DoAtomic floor", "DoAtomic floor"}, {"Do floor, again", "Do floor"}}
+	client, engine, both := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
+	for r := range rounds {
+		p := newPlan(max(n/rounds, 1), 0.2, 500+uint64(r), "")
+		for i := range runs {
+			w := runs[(i+r)%len(runs)]
+			res := runLoad(t, w.variant, p, clients, "")
+			client[w.label] = append(client[w.label], res.perRequest(res.clientCPU))
+			engine[w.label] = append(engine[w.label], res.perRequest(res.engineCPU))
+			both[w.label] = append(both[w.label], res.perRequest(res.clientCPU+res.engineCPU))
+		}
+	}
+	ratio := func(m map[string][]float64, a, b string) string {
+		rs := make([]float64, rounds)
+		for r := range rounds {
+			rs[r] = m[a][r] / m[b][r]
+		}
+		return measure.Spread(rs)
+	}
+	fmt.Fprintf(report, "\nCPU per request, each way run alone (%d requests per way and round, %d rounds, the ways' order rotating, %d clients): this process's (the driver, the SDK and the handler) and the engine's, each over its floor's in the same round; the floor run twice is the control:\n\n", max(n/rounds, 1), rounds, clients)
+	fmt.Fprintln(report, "| way | this process, µs per request (median over rounds) | over its floor's (median, min–max over rounds) | the engine, µs per request (median over rounds) | over its floor's (median, min–max over rounds) | both together, over its floor's (median, min–max over rounds) |")
+	fmt.Fprintln(report, "|---|---|---|---|---|---|")
+	for _, w := range [][2]string{{"Do", "Do floor"}, {"DoAtomic", "DoAtomic floor"}, {"Do floor, again", "Do floor"}} {
+		name := w[0]
+		if w[0] == "Do floor, again" {
+			name = "control: Do floor, run again"
+		}
+		fmt.Fprintf(report, "| %s | %.0f | %s | %.0f | %s | %s |\n", name, measure.Median(client[w[0]]), ratio(client, w[0], w[1]), measure.Median(engine[w[0]]), ratio(engine, w[0], w[1]), ratio(both, w[0], w[1]))
+	}
+	for _, f := range []string{"Do floor", "DoAtomic floor"} {
+		fmt.Fprintf(report, "| %s | %.0f | 1 | %.0f | 1 | 1 |\n", f, measure.Median(client[f]), measure.Median(engine[f]))
 	}
 }
 

@@ -33,3 +33,22 @@ func EnvInt(name string, def int) int {
 	}
 	return def
 }
+
+// PairedRatio is the median over i of a[i]/b[i], skipping pairs where
+// either is zero: for two ways measured request by request side by side
+// (the same request sent to each, back to back), the typical ratio of one
+// request's cost on a to the same request's on b. A pause that lands on
+// one side of a pair moves that pair's ratio, not the median, as it would
+// move a mean or a median taken of each side apart.
+func PairedRatio[T ~int64](a, b []T) float64 {
+	rs := make([]float64, 0, min(len(a), len(b)))
+	for i := range min(len(a), len(b)) {
+		if a[i] > 0 && b[i] > 0 {
+			rs = append(rs, float64(a[i])/float64(b[i]))
+		}
+	}
+	if len(rs) == 0 {
+		return 0
+	}
+	return Median(rs)
+}

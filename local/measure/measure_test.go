@@ -29,3 +29,17 @@ func TestEnvInt(t *testing.T) {
 		}
 	}
 }
+
+func TestPairedRatioIsTheTypicalPairNotTheTail(t *testing.T) {
+	// b is a's time plus 10% on every pair but one, where a pause of 100
+	// lands on a alone: the ratio of the sides' means (or of their
+	// medians taken apart) reads the pause, the paired median does not.
+	a := []int64{10, 20, 30, 40, 150}
+	b := []int64{11, 22, 33, 44, 55}
+	if got := PairedRatio(a, b); got < 0.90 || got > 0.92 {
+		t.Fatalf("PairedRatio = %v, want 1/1.1", got)
+	}
+	if got := PairedRatio([]int64{0, 5}, []int64{3, 0}); got != 0 {
+		t.Fatalf("PairedRatio with no pair measured on both sides = %v, want 0", got)
+	}
+}
