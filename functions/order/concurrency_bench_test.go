@@ -67,7 +67,8 @@ func TestConcurrentInvocations(t *testing.T) {
 // DynamoDB calls made bare (floorCreate), in pairs that share one run:
 // each client sends a request to the path and the same request to its
 // floor, back to back (who goes first alternating), on tables of their
-// own, so that both meet the same engine at the same moments. The ratio is
+// own (whose tables are made first alternating by round), so that both
+// meet the same engine at the same moments. The ratio is
 // paired: the median over requests of the path's time over its floor's for
 // the same request (measure.PairedRatio), one per round. The floor beside
 // itself, for each floor, is the control: what the method reads where
@@ -100,7 +101,12 @@ func TestLoadFloor(t *testing.T) {
 		p := newPlan(max(n/rounds, 1), 0.2, 400+uint64(r), "")
 		for i := range pairs {
 			k := (i + r) % len(pairs)
-			a, b := runPair(t, pairs[k][0], pairs[k][1], p, clients)
+			var a, b *loadResult
+			if r%2 == 0 {
+				a, b = runPair(t, pairs[k][0], pairs[k][1], p, clients)
+			} else { // the other side's tables made first
+				b, a = runPair(t, pairs[k][1], pairs[k][0], p, clients)
+			}
 			got[k][0].all.merge(a)
 			got[k][1].all.merge(b)
 			got[k][0].ratios = append(got[k][0].ratios, measure.PairedRatio(a.latencies, b.latencies))
@@ -142,15 +148,20 @@ func TestLoadFloor(t *testing.T) {
 }
 
 // cpuPerRequest runs each way alone, one after another in an order that
-// rotates by round, and reports the CPU per request of this process (the
-// driver, the SDK and the handler: where the library's own work shows) and
-// of the engine, each over its floor's in the same round; the floor run a
-// second time is the control.
+// rotates by round, on the same requests within a round, and reports the
+// CPU per request of this process and of the engine. This process's is the
+// driver's (the events it builds, its clients), the SDK's and the
+// handler's; the driver alone (a handler that makes no call) is measured
+// in the same rounds, so that the handler's own share is this process's
+// less the driver's. Each floor is run twice, the second run being its
+// control: what the method reads where there is no difference.
 func cpuPerRequest(t *testing.T, report *strings.Builder, n, clients, rounds int) {
 	t.Helper()
 	type run struct{ label, variant string }
-	runs := []run{{"Do", "Do"}, {"Do floor", "Do floor"}, {"DoAtomic", "DoAtomic"}, {"DoAtomic floor", "DoAtomic floor"}, {"Do floor, again", "Do floor"}}
-	client, engine, both := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
+	runs := []run{{driverAlone, driverAlone}, {"Do", "Do"}, {"Do floor", "Do floor"}, {"Do floor, again", "Do floor"},
+		{"DoAtomic", "DoAtomic"}, {"DoAtomic floor", "DoAtomic floor"}, {"DoAtomic floor, again", "DoAtomic floor"}}
+	client, engine := map[string][]float64{}, map[string][]float64{}
+	all := map[string]*loadResult{}
 	for r := range rounds {
 		p := newPlan(max(n/rounds, 1), 0.2, 500+uint64(r), "")
 		for i := range runs {
@@ -158,29 +169,49 @@ func cpuPerRequest(t *testing.T, report *strings.Builder, n, clients, rounds int
 			res := runLoad(t, w.variant, p, clients, "")
 			client[w.label] = append(client[w.label], res.perRequest(res.clientCPU))
 			engine[w.label] = append(engine[w.label], res.perRequest(res.engineCPU))
-			both[w.label] = append(both[w.label], res.perRequest(res.clientCPU+res.engineCPU))
+			if all[w.label] == nil {
+				all[w.label] = &loadResult{}
+			}
+			all[w.label].merge(res)
 		}
 	}
-	ratio := func(m map[string][]float64, a, b string) string {
-		rs := make([]float64, rounds)
+	// per round: f of way a and way b in that round, over the rounds.
+	per := func(a, b string, f func(r int, a, b string) float64) []float64 {
+		xs := make([]float64, rounds)
 		for r := range rounds {
-			rs[r] = m[a][r] / m[b][r]
+			xs[r] = f(r, a, b)
 		}
-		return measure.Spread(rs)
+		return xs
 	}
-	fmt.Fprintf(report, "\nCPU per request, each way run alone (%d requests per way and round, %d rounds, the ways' order rotating, %d clients): this process's (the driver, the SDK and the handler) and the engine's, each over its floor's in the same round; the floor run twice is the control:\n\n", max(n/rounds, 1), rounds, clients)
-	fmt.Fprintln(report, "| way | this process, µs per request (median over rounds) | over its floor's (median, min–max over rounds) | the engine, µs per request (median over rounds) | over its floor's (median, min–max over rounds) | both together, over its floor's (median, min–max over rounds) |")
-	fmt.Fprintln(report, "|---|---|---|---|---|---|")
-	for _, w := range [][2]string{{"Do", "Do floor"}, {"DoAtomic", "DoAtomic floor"}, {"Do floor, again", "Do floor"}} {
-		name := w[0]
-		if w[0] == "Do floor, again" {
-			name = "control: Do floor, run again"
-		}
-		fmt.Fprintf(report, "| %s | %.0f | %s | %.0f | %s | %s |\n", name, measure.Median(client[w[0]]), ratio(client, w[0], w[1]), measure.Median(engine[w[0]]), ratio(engine, w[0], w[1]), ratio(both, w[0], w[1]))
+	handler := func(r int, w string) float64 { return client[w][r] - client[driverAlone][r] }
+	handlerRatio := func(r int, a, b string) float64 { return handler(r, a) / handler(r, b) }
+	handlerDiff := func(r int, a, b string) float64 { return handler(r, a) - handler(r, b) }
+	engineRatio := func(r int, a, b string) float64 { return engine[a][r] / engine[b][r] }
+	bothRatio := func(r int, a, b string) float64 {
+		return (client[a][r] + engine[a][r]) / (client[b][r] + engine[b][r])
 	}
-	for _, f := range []string{"Do floor", "DoAtomic floor"} {
-		fmt.Fprintf(report, "| %s | %.0f | 1 | %.0f | 1 | 1 |\n", f, measure.Median(client[f]), measure.Median(engine[f]))
+	fmt.Fprintf(report, "\nCPU per request, each way run alone (%d requests per way and round, %d rounds, the ways' order rotating, %d clients, the same requests for every way in a round). This process's CPU is the driver's, the SDK's and the handler's; the handler's is this process's less the driver's alone (a handler that makes no call) in the same round. Each floor run a second time is its control. Ratios and differences are per round, over the way beside it (median, min–max over rounds):\n\n", max(n/rounds, 1), rounds, clients)
+	fmt.Fprintln(report, "| way | beside | DynamoDB attempts per request (sent again) | this process, µs per request | the handler's, µs per request | the handler's over the other's | the handler's less the other's, µs per request | the engine, µs per request | the engine's over the other's | this process and the engine together, over the other's |")
+	fmt.Fprintln(report, "|---|---|---|---|---|---|---|---|---|---|")
+	rows := [][3]string{{"Do", "Do floor", ""}, {"Do floor, again", "Do floor", "control: "}, {"DoAtomic", "DoAtomic floor", ""}, {"DoAtomic floor, again", "DoAtomic floor", "control: "}}
+	for _, row := range rows {
+		a, b := row[0], row[1]
+		attempts, again := all[a].attempts()
+		fmt.Fprintf(report, "| %s%s | %s | %.3f (%.3f) | %.0f | %.0f | %s | %s | %.0f | %s | %s |\n", row[2], a, b, attempts, again,
+			measure.Median(client[a]), measure.Median(per(a, "", func(r int, a, _ string) float64 { return handler(r, a) })),
+			measure.Spread(per(a, b, handlerRatio)), spreadDiff(per(a, b, handlerDiff)),
+			measure.Median(engine[a]), measure.Spread(per(a, b, engineRatio)), measure.Spread(per(a, b, bothRatio)))
 	}
+	for _, f := range []string{"Do floor", "DoAtomic floor", driverAlone} {
+		attempts, again := all[f].attempts()
+		fmt.Fprintf(report, "| %s | | %.3f (%.3f) | %.0f | %.0f | | | %.0f | | |\n", f, attempts, again,
+			measure.Median(client[f]), measure.Median(per(f, "", func(r int, a, _ string) float64 { return handler(r, a) })), measure.Median(engine[f]))
+	}
+}
+
+// spreadDiff renders differences as "median (min to max)", in whole units.
+func spreadDiff(xs []float64) string {
+	return fmt.Sprintf("%+.0f (%+.0f to %+.0f)", measure.Median(xs), slices.Min(xs), slices.Max(xs))
 }
 
 // warmUpRequests is LOAD_WARMUP, the requests that warmUp sends.

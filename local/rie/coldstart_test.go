@@ -99,7 +99,9 @@ func TestColdStart(t *testing.T) {
 	table = "Engine: DynamoDB Local 3.3.1, on loopback.\n\n" + table + "\n" + describeCost(t, db, tables["IdempotencyTable"])
 	t.Log("\n" + table)
 	if out := os.Getenv("BENCH_OUT"); out != "" {
-		os.WriteFile(out, []byte(table), 0o644)
+		if err := os.WriteFile(out, []byte(table), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
