@@ -101,7 +101,7 @@ $(POWERTOOLS): local/bench/powertools/package.json local/bench/powertools/packag
 	cd bin/powertools && npm ci --no-audit --no-fund
 	@touch $@
 
-# Every figure of BENCHMARKS.md, into bin/bench/ (about twelve minutes on two cores).
+# Every figure of BENCHMARKS.md, into bin/bench/ (about eleven minutes on two cores).
 LOAD_REQUESTS ?= 10000
 # Requests that warm a new engine's JVM before a load run measures anything
 # (its CPU per request falls about fivefold over the first few thousand).
