@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	mrand "math/rand/v2"
 	"net/http"
 	"os"
 	"slices"
@@ -148,7 +147,9 @@ func TestLoadFloor(t *testing.T) {
 }
 
 // cpuPerRequest runs each way alone, one after another in an order that
-// rotates by round, on the same requests within a round, and reports the
+// rotates by round and runs backwards every other round (so that a way
+// comes before its floor in half the rounds and after it in the other
+// half), on the same requests within a round, and reports the
 // CPU per request of this process and of the engine. This process's is the
 // driver's (the events it builds, its clients), the SDK's and the
 // handler's; the driver alone (a handler that makes no call) is measured
@@ -165,7 +166,11 @@ func cpuPerRequest(t *testing.T, report *strings.Builder, n, clients, rounds int
 	for r := range rounds {
 		p := newPlan(max(n/rounds, 1), 0.2, 500+uint64(r), "")
 		for i := range runs {
-			w := runs[(i+r)%len(runs)]
+			k := (i + r/2) % len(runs)
+			if r%2 == 1 {
+				k = len(runs) - 1 - k
+			}
+			w := runs[k]
 			res := runLoad(t, w.variant, p, clients, "")
 			client[w.label] = append(client[w.label], res.perRequest(res.clientCPU))
 			engine[w.label] = append(engine[w.label], res.perRequest(res.engineCPU))
@@ -190,7 +195,7 @@ func cpuPerRequest(t *testing.T, report *strings.Builder, n, clients, rounds int
 	bothRatio := func(r int, a, b string) float64 {
 		return (client[a][r] + engine[a][r]) / (client[b][r] + engine[b][r])
 	}
-	fmt.Fprintf(report, "\nCPU per request, each way run alone (%d requests per way and round, %d rounds, the ways' order rotating, %d clients, the same requests for every way in a round). This process's CPU is the driver's, the SDK's and the handler's; the handler's is this process's less the driver's alone (a handler that makes no call) in the same round. Each floor run a second time is its control. Ratios and differences are per round, over the way beside it (median, min–max over rounds):\n\n", max(n/rounds, 1), rounds, clients)
+	fmt.Fprintf(report, "\nCPU per request, each way run alone (%d requests per way and round, %d rounds, the ways' order rotating and reversed every other round, %d clients, the same requests for every way in a round). This process's CPU is the driver's, the SDK's and the handler's; the handler's is this process's less the driver's alone (a handler that makes no call) in the same round. Each floor run a second time is its control. Ratios and differences are per round, over the way beside it (median, min–max over rounds):\n\n", max(n/rounds, 1), rounds, clients)
 	fmt.Fprintln(report, "| way | beside | DynamoDB attempts per request (sent again) | this process, µs per request | the handler's, µs per request | the handler's over the other's | the handler's less the other's, µs per request | the engine, µs per request | the engine's over the other's | this process and the engine together, over the other's |")
 	fmt.Fprintln(report, "|---|---|---|---|---|---|---|---|---|---|")
 	rows := [][3]string{{"Do", "Do floor", ""}, {"Do floor, again", "Do floor", "control: "}, {"DoAtomic", "DoAtomic floor", ""}, {"DoAtomic floor, again", "DoAtomic floor", "control: "}}
@@ -257,7 +262,8 @@ func answersText(a map[string]int, n int) string {
 // a conditional PutItem claims the key, one TransactWriteItems commits the
 // record and the order) or of DoAtomic (one TransactWriteItems), made bare,
 // with the record's items written by hand: what the library's calls cost
-// without the library. A duplicate gets the stored response from the item
+// without the library, the function's own work (its router, the order's
+// id, its Location header) done as the function does it. A duplicate gets the stored response from the item
 // its failed condition returns, or a 409 while the key is in progress. It
 // is the floor for the load table, not a design: it has no lease
 // takeover, no settling of unknown outcomes, no limits.
@@ -299,12 +305,14 @@ func (s *server) floorCreate(idemTable string, atomic bool) func(context.Context
 				return httpapi.ErrorResponse(503, "internal_error", err.Error()), nil
 			}
 		}
-		o := s.newOrder(scope, "ord_"+strconv.FormatUint(mrand.Uint64(), 36), parsed)
+		id := "ord_" + strings.ToLower(rand.Text()[:20]) // as the function's create makes it
+		o := s.newOrder(scope, id, parsed)
 		item, err := attributevalue.MarshalMap(&o)
 		if err != nil {
 			return events.APIGatewayV2HTTPResponse{}, err
 		}
 		resp := httpx.JSON(http.StatusCreated, o)
+		resp.Headers["Location"] = "/orders/" + id
 		done := make(map[string]types.AttributeValue, len(rec)+2)
 		for k, v := range rec {
 			done[k] = v
@@ -313,7 +321,7 @@ func (s *server) floorCreate(idemTable string, atomic bool) func(context.Context
 		done["completed_at"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixMilli(), 10)}
 		done["response"] = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
 			"status":  &types.AttributeValueMemberN{Value: "201"},
-			"headers": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"Content-Type": &types.AttributeValueMemberS{Value: "application/json"}}},
+			"headers": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"Content-Type": &types.AttributeValueMemberS{Value: "application/json"}, "Location": &types.AttributeValueMemberS{Value: resp.Headers["Location"]}}},
 			"body":    &types.AttributeValueMemberB{Value: []byte(resp.Body)},
 		}}
 		put := *fresh

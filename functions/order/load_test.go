@@ -240,11 +240,7 @@ func runLoad(t *testing.T, variant string, p plan, clients int, idemTable string
 	t.Helper()
 	w, drop := openWay(t, variant, idemTable)
 	defer drop()
-	engine := enginePID(t)
-	client0, engine0 := proc.SelfCPU(), cpu(t, engine)
-	res := drive(t, []*way{w}, p, clients)[0]
-	res.clientCPU, res.engineCPU = proc.SelfCPU()-client0, cpu(t, engine)-engine0
-	return res
+	return drive(t, []*way{w}, p, clients)[0]
 }
 
 // runPair sends p's requests to two ways at once, each on tables of its
@@ -305,8 +301,8 @@ func openWay(t *testing.T, variant, idemTable string) (w *way, drop func()) {
 	switch variant {
 	case "plain":
 		w.handle = s.plainCreate
-	case "Do floor", "DoAtomic floor": // the same calls made bare (concurrency_bench_test.go)
-		w.handle = s.floorCreate(idemTable, variant == "DoAtomic floor")
+	case "Do floor", "DoAtomic floor": // the same calls made bare (concurrency_bench_test.go), routed as the function routes
+		w.handle = httpx.Routes{"POST /orders": s.floorCreate(idemTable, variant == "DoAtomic floor")}.Handle
 	case driverAlone:
 		w.handle = func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 			return events.APIGatewayV2HTTPResponse{StatusCode: 201}, nil
@@ -378,6 +374,8 @@ func drive(t *testing.T, ways []*way, p plan, clients int) []*loadResult {
 	var mu sync.Mutex
 	next := make(chan int)
 	var wg sync.WaitGroup
+	engine := enginePID(t)
+	client0, engine0 := proc.SelfCPU(), cpu(t, engine)
 	start := time.Now()
 	for range clients {
 		wg.Add(1)
@@ -409,6 +407,9 @@ func drive(t *testing.T, ways []*way, p plan, clients int) []*loadResult {
 	close(next)
 	wg.Wait()
 	elapsed := time.Since(start)
+	if len(ways) == 1 { // the CPU of the requests alone, not of the checks below
+		results[0].clientCPU, results[0].engineCPU = proc.SelfCPU()-client0, cpu(t, engine)-engine0
+	}
 	for j, w := range ways {
 		res := results[j]
 		res.elapsed = elapsed
