@@ -196,22 +196,29 @@ func cpuPerRequest(t *testing.T, report *strings.Builder, n, clients, rounds int
 		return (client[a][r] + engine[a][r]) / (client[b][r] + engine[b][r])
 	}
 	fmt.Fprintf(report, "\nCPU per request, each way run alone (%d requests per way and round, %d rounds, the ways' order rotating and reversed every other round, %d clients, the same requests for every way in a round). This process's CPU is the driver's, the SDK's and the handler's; the handler's is this process's less the driver's alone (a handler that makes no call) in the same round. Each floor run a second time is its control. Ratios and differences are per round, over the way beside it (median, min–max over rounds):\n\n", max(n/rounds, 1), rounds, clients)
-	fmt.Fprintln(report, "| way | beside | DynamoDB attempts per request (sent again) | this process, µs per request | the handler's, µs per request | the handler's over the other's | the handler's less the other's, µs per request | the engine, µs per request | the engine's over the other's | this process and the engine together, over the other's |")
-	fmt.Fprintln(report, "|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(report, "| way | beside | DynamoDB attempts per request (sent again) | this process, µs per request | the handler's, µs per request | the handler's over the other's | the handler's less the other's, µs per request | this process's allocations per request (KiB), all rounds | the engine, µs per request | the engine's over the other's | this process and the engine together, over the other's |")
+	fmt.Fprintln(report, "|---|---|---|---|---|---|---|---|---|---|---|")
 	rows := [][3]string{{"Do", "Do floor", ""}, {"Do floor, again", "Do floor", "control: "}, {"DoAtomic", "DoAtomic floor", ""}, {"DoAtomic floor, again", "DoAtomic floor", "control: "}}
 	for _, row := range rows {
 		a, b := row[0], row[1]
 		attempts, again := all[a].attempts()
-		fmt.Fprintf(report, "| %s%s | %s | %.3f (%.3f) | %.0f | %.0f | %s | %s | %.0f | %s | %s |\n", row[2], a, b, attempts, again,
+		fmt.Fprintf(report, "| %s%s | %s | %.3f (%.3f) | %.0f | %.0f | %s | %s | %s | %.0f | %s | %s |\n", row[2], a, b, attempts, again,
 			measure.Median(client[a]), measure.Median(per(a, "", func(r int, a, _ string) float64 { return handler(r, a) })),
-			measure.Spread(per(a, b, handlerRatio)), spreadDiff(per(a, b, handlerDiff)),
+			measure.Spread(per(a, b, handlerRatio)), spreadDiff(per(a, b, handlerDiff)), allocText(all[a]),
 			measure.Median(engine[a]), measure.Spread(per(a, b, engineRatio)), measure.Spread(per(a, b, bothRatio)))
 	}
 	for _, f := range []string{"Do floor", "DoAtomic floor", driverAlone} {
 		attempts, again := all[f].attempts()
-		fmt.Fprintf(report, "| %s | | %.3f (%.3f) | %.0f | %.0f | | | %.0f | | |\n", f, attempts, again,
-			measure.Median(client[f]), measure.Median(per(f, "", func(r int, a, _ string) float64 { return handler(r, a) })), measure.Median(engine[f]))
+		fmt.Fprintf(report, "| %s | | %.3f (%.3f) | %.0f | %.0f | | | %s | %.0f | | |\n", f, attempts, again,
+			measure.Median(client[f]), measure.Median(per(f, "", func(r int, a, _ string) float64 { return handler(r, a) })), allocText(all[f]), measure.Median(engine[f]))
 	}
+}
+
+// allocText is what this process allocated per request over res's runs:
+// objects, and KiB.
+func allocText(res *loadResult) string {
+	n := float64(len(res.latencies))
+	return fmt.Sprintf("%.0f (%.1f)", float64(res.mallocs)/n, float64(res.allocated)/n/1024)
 }
 
 // spreadDiff renders differences as "median (min to max)", in whole units.

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -185,6 +186,8 @@ type loadResult struct {
 	connections          int
 	wire                 time.Duration
 	clientCPU, engineCPU time.Duration
+	// What this process allocated while the requests ran: objects, bytes.
+	mallocs, allocated uint64
 }
 
 func (r *loadResult) merge(o *loadResult) {
@@ -204,6 +207,8 @@ func (r *loadResult) merge(o *loadResult) {
 	r.connections += o.connections
 	r.clientCPU += o.clientCPU
 	r.engineCPU += o.engineCPU
+	r.mallocs += o.mallocs
+	r.allocated += o.allocated
 }
 
 // perRequest is d over the requests, in µs.
@@ -375,6 +380,8 @@ func drive(t *testing.T, ways []*way, p plan, clients int) []*loadResult {
 	next := make(chan int)
 	var wg sync.WaitGroup
 	engine := enginePID(t)
+	var mem0 runtime.MemStats
+	runtime.ReadMemStats(&mem0)
 	client0, engine0 := proc.SelfCPU(), cpu(t, engine)
 	start := time.Now()
 	for range clients {
@@ -407,8 +414,11 @@ func drive(t *testing.T, ways []*way, p plan, clients int) []*loadResult {
 	close(next)
 	wg.Wait()
 	elapsed := time.Since(start)
-	if len(ways) == 1 { // the CPU of the requests alone, not of the checks below
+	if len(ways) == 1 { // the requests alone, not the checks below
 		results[0].clientCPU, results[0].engineCPU = proc.SelfCPU()-client0, cpu(t, engine)-engine0
+		var mem runtime.MemStats
+		runtime.ReadMemStats(&mem)
+		results[0].mallocs, results[0].allocated = mem.Mallocs-mem0.Mallocs, mem.TotalAlloc-mem0.TotalAlloc
 	}
 	for j, w := range ways {
 		res := results[j]
