@@ -1,6 +1,7 @@
 // Package measure holds the small statistics the benchmarks and load runs
-// share: the median of a few rounds, a ratio with its spread, and sizes
-// read from the environment.
+// share: the median of a few rounds, a ratio with its spread, the paired
+// ratio of two ways measured request by request, and sizes read from the
+// environment.
 package measure
 
 import (
