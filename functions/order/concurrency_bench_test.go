@@ -180,21 +180,19 @@ func cpuPerRequest(t *testing.T, report *strings.Builder, n, clients, rounds int
 			all[w.label].merge(res)
 		}
 	}
-	// per round: f of way a and way b in that round, over the rounds.
-	per := func(a, b string, f func(r int, a, b string) float64) []float64 {
+	// Each way's per-round series, and two series combined round by round.
+	zip := func(x, y []float64, f func(x, y float64) float64) []float64 {
 		xs := make([]float64, rounds)
 		for r := range rounds {
-			xs[r] = f(r, a, b)
+			xs[r] = f(x[r], y[r])
 		}
 		return xs
 	}
-	handler := func(r int, w string) float64 { return client[w][r] - client[driverAlone][r] }
-	handlerRatio := func(r int, a, b string) float64 { return handler(r, a) / handler(r, b) }
-	handlerDiff := func(r int, a, b string) float64 { return handler(r, a) - handler(r, b) }
-	engineRatio := func(r int, a, b string) float64 { return engine[a][r] / engine[b][r] }
-	bothRatio := func(r int, a, b string) float64 {
-		return (client[a][r] + engine[a][r]) / (client[b][r] + engine[b][r])
-	}
+	over := func(x, y float64) float64 { return x / y }
+	less := func(x, y float64) float64 { return x - y }
+	plus := func(x, y float64) float64 { return x + y }
+	handler := func(w string) []float64 { return zip(client[w], client[driverAlone], less) }
+	both := func(w string) []float64 { return zip(client[w], engine[w], plus) }
 	fmt.Fprintf(report, "\nCPU per request, each way run alone (%d requests per way and round, %d rounds, the ways' order rotating and reversed every other round, %d clients, the same requests for every way in a round). This process's CPU is the driver's, the SDK's and the handler's; the handler's is this process's less the driver's alone (a handler that makes no call) in the same round. Each floor run a second time is its control. Ratios and differences are per round, over the way beside it (median, min–max over rounds):\n\n", max(n/rounds, 1), rounds, clients)
 	fmt.Fprintln(report, "| way | beside | DynamoDB attempts per request (sent again) | this process, µs per request | the handler's, µs per request | the handler's over the other's | the handler's less the other's, µs per request | this process's allocations per request (KiB), all rounds | the engine, µs per request | the engine's over the other's | this process and the engine together, over the other's |")
 	fmt.Fprintln(report, "|---|---|---|---|---|---|---|---|---|---|---|")
@@ -203,14 +201,14 @@ func cpuPerRequest(t *testing.T, report *strings.Builder, n, clients, rounds int
 		a, b := row[0], row[1]
 		attempts, again := all[a].attempts()
 		fmt.Fprintf(report, "| %s%s | %s | %.3f (%.3f) | %.0f | %.0f | %s | %s | %s | %.0f | %s | %s |\n", row[2], a, b, attempts, again,
-			measure.Median(client[a]), measure.Median(per(a, "", func(r int, a, _ string) float64 { return handler(r, a) })),
-			measure.Spread(per(a, b, handlerRatio)), spreadDiff(per(a, b, handlerDiff)), allocText(all[a]),
-			measure.Median(engine[a]), measure.Spread(per(a, b, engineRatio)), measure.Spread(per(a, b, bothRatio)))
+			measure.Median(client[a]), measure.Median(handler(a)),
+			measure.Spread(zip(handler(a), handler(b), over)), spreadDiff(zip(handler(a), handler(b), less)), allocText(all[a]),
+			measure.Median(engine[a]), measure.Spread(zip(engine[a], engine[b], over)), measure.Spread(zip(both(a), both(b), over)))
 	}
 	for _, f := range []string{"Do floor", "DoAtomic floor", driverAlone} {
 		attempts, again := all[f].attempts()
 		fmt.Fprintf(report, "| %s | | %.3f (%.3f) | %.0f | %.0f | | | %s | %.0f | | |\n", f, attempts, again,
-			measure.Median(client[f]), measure.Median(per(f, "", func(r int, a, _ string) float64 { return handler(r, a) })), allocText(all[f]), measure.Median(engine[f]))
+			measure.Median(client[f]), measure.Median(handler(f)), allocText(all[f]), measure.Median(engine[f]))
 	}
 }
 
@@ -270,8 +268,9 @@ func answersText(a map[string]int, n int) string {
 // record and the order) or of DoAtomic (one TransactWriteItems), made bare,
 // with the record's items written by hand: what the library's calls cost
 // without the library, the function's own work (its router, the order's
-// id, its Location header) done as the function does it. A duplicate gets the stored response from the item
-// its failed condition returns, or a 409 while the key is in progress. It
+// id, its Location header) done as the function does it. A duplicate gets
+// the stored response from the item its failed condition returns, or a 409
+// while the key is in progress. It
 // is the floor for the load table, not a design: it has no lease
 // takeover, no settling of unknown outcomes, no limits.
 func (s *server) floorCreate(idemTable string, atomic bool) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
@@ -319,7 +318,8 @@ func (s *server) floorCreate(idemTable string, atomic bool) func(context.Context
 			return events.APIGatewayV2HTTPResponse{}, err
 		}
 		resp := httpx.JSON(http.StatusCreated, o)
-		resp.Headers["Location"] = "/orders/" + id
+		location := "/orders/" + id
+		resp.Headers["Location"] = location
 		done := make(map[string]types.AttributeValue, len(rec)+2)
 		for k, v := range rec {
 			done[k] = v
@@ -328,7 +328,7 @@ func (s *server) floorCreate(idemTable string, atomic bool) func(context.Context
 		done["completed_at"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixMilli(), 10)}
 		done["response"] = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
 			"status":  &types.AttributeValueMemberN{Value: "201"},
-			"headers": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"Content-Type": &types.AttributeValueMemberS{Value: "application/json"}, "Location": &types.AttributeValueMemberS{Value: resp.Headers["Location"]}}},
+			"headers": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"Content-Type": &types.AttributeValueMemberS{Value: "application/json"}, "Location": &types.AttributeValueMemberS{Value: location}}},
 			"body":    &types.AttributeValueMemberB{Value: []byte(resp.Body)},
 		}}
 		put := *fresh

@@ -379,10 +379,10 @@ func drive(t *testing.T, ways []*way, p plan, clients int) []*loadResult {
 	var mu sync.Mutex
 	next := make(chan int)
 	var wg sync.WaitGroup
-	engine := enginePID(t)
-	var mem0 runtime.MemStats
-	runtime.ReadMemStats(&mem0)
-	client0, engine0 := proc.SelfCPU(), cpu(t, engine)
+	var use *usage
+	if len(ways) == 1 { // a pair's two ways share this process and the engine
+		use = startUsage(t)
+	}
 	start := time.Now()
 	for range clients {
 		wg.Add(1)
@@ -414,11 +414,8 @@ func drive(t *testing.T, ways []*way, p plan, clients int) []*loadResult {
 	close(next)
 	wg.Wait()
 	elapsed := time.Since(start)
-	if len(ways) == 1 { // the requests alone, not the checks below
-		results[0].clientCPU, results[0].engineCPU = proc.SelfCPU()-client0, cpu(t, engine)-engine0
-		var mem runtime.MemStats
-		runtime.ReadMemStats(&mem)
-		results[0].mallocs, results[0].allocated = mem.Mallocs-mem0.Mallocs, mem.TotalAlloc-mem0.TotalAlloc
+	if use != nil { // the requests alone, not the checks below
+		use.stop(t, results[0])
 	}
 	for j, w := range ways {
 		res := results[j]
@@ -433,6 +430,31 @@ func drive(t *testing.T, ways []*way, p plan, clients int) []*loadResult {
 		checkGuarantee(t, w.variant, res)
 	}
 	return results
+}
+
+// usage is what this process and the engine have used since it started:
+// CPU, and this process's allocations.
+type usage struct {
+	engine         int
+	client, engCPU time.Duration
+	mem            runtime.MemStats
+}
+
+func startUsage(t *testing.T) *usage {
+	t.Helper()
+	u := &usage{engine: enginePID(t)}
+	runtime.ReadMemStats(&u.mem)
+	u.client, u.engCPU = proc.SelfCPU(), cpu(t, u.engine)
+	return u
+}
+
+// stop puts into res what was used since startUsage.
+func (u *usage) stop(t *testing.T, res *loadResult) {
+	t.Helper()
+	res.clientCPU, res.engineCPU = proc.SelfCPU()-u.client, cpu(t, u.engine)-u.engCPU
+	var mem runtime.MemStats
+	runtime.ReadMemStats(&mem)
+	res.mallocs, res.allocated = mem.Mallocs-u.mem.Mallocs, mem.TotalAlloc-u.mem.TotalAlloc
 }
 
 // plainCreate is POST /orders without pkg/idem: the same order, written
