@@ -188,10 +188,11 @@ func (h hooked) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Body != nil {
 		r.Body.Close()
 	}
-	trace := httptrace.ContextClientTrace(r.Context())
-	trace.GetConn(r.URL.Host)
-	if h.got {
-		trace.GotConn(httptrace.GotConnInfo{})
+	if trace := httptrace.ContextClientTrace(r.Context()); trace != nil && trace.GetConn != nil {
+		trace.GetConn(r.URL.Host)
+		if h.got {
+			trace.GotConn(httptrace.GotConnInfo{})
+		}
 	}
 	return nil, errors.New("connection reset by peer")
 }
