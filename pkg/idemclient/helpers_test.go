@@ -20,13 +20,13 @@ type script struct {
 	seen  []seen
 }
 
-type seen struct{ key, body, method string }
+type seen struct{ key, body, method, path string }
 
 func (s *script) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
 	i := len(s.seen)
-	s.seen = append(s.seen, seen{key: r.Header.Get(HeaderKey), body: string(b), method: r.Method})
+	s.seen = append(s.seen, seen{key: r.Header.Get(HeaderKey), body: string(b), method: r.Method, path: r.URL.Path})
 	step := s.steps[min(i, len(s.steps)-1)]
 	s.mu.Unlock()
 	step(w, r)
@@ -91,6 +91,16 @@ func drop(w http.ResponseWriter, r *http.Request) {
 func hang(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }
 
 var created = answer(http.StatusCreated, "")
+
+// redirect answers status with Location loc ("" for none).
+func redirect(status int, loc string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if loc != "" {
+			w.Header().Set("Location", loc)
+		}
+		w.WriteHeader(status)
+	}
+}
 
 // counting counts the attempts that reach Base.
 type counting struct {

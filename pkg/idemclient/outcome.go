@@ -18,18 +18,18 @@ var ErrOutcomeUnknown = errors.New("idemclient: outcome unknown")
 var ErrBodyNotReplayable = errors.New("idemclient: the request has a body but no GetBody, so a retry could not resend it")
 
 // UnknownOutcomeError is the error of an operation that ended after an
-// attempt that may have taken effect (a connection that failed after the
-// request may have been sent, a 5xx, a 409 request_in_progress) without an
-// answer that tells whether it did: its retries ended (the context's
-// deadline, the attempts, or a Retry-After too long to wait), or a refusal
-// came that is not retried and does not tell (a 401, 403 or 404, say; see
-// the package doc). The operation may have happened or not. Send the same
+// attempt that may have taken effect (one without an answer that had a
+// connection, a 5xx, a 409 request_in_progress) without an answer that
+// tells whether it did: its retries ended (the context's deadline, the
+// attempts, or a Retry-After too long to wait), an answer came that is not
+// retried and does not tell (a 401, 403 or 404, a 302 to a sign-in page,
+// say), or a 307 or 308 was not followed (see the package doc). The operation may have happened or not. Send the same
 // request again with Key, later (after a refusal, once its cause is dealt
 // with), to learn which: the server replays the result if it happened and
 // runs it if it did not.
 type UnknownOutcomeError struct {
 	Key        string        // the Idempotency-Key every attempt carried
-	Attempts   int           // attempts sent
+	Attempts   int           // attempts sent, over every redirect followed
 	StatusCode int           // the last answer's status; 0 if the last attempt got none
 	Code       string        // the last answer's machine-readable code, if it had one
 	RetryAfter time.Duration // the last answer's Retry-After, if it had one
@@ -40,8 +40,9 @@ type UnknownOutcomeError struct {
 	// close for the next attempt (it matches context.DeadlineExceeded); a
 	// Retry-After over Options.MaxRetryAfter; a body that GetBody could not
 	// give again; when the attempts ran out, the last attempt's error
-	// (nil if the last attempt got an answer); or, when the last answer was
-	// a refusal that does not tell the outcome, an error saying so.
+	// (nil if the last attempt got an answer); when the last answer does
+	// not tell the outcome, an error saying so; or, when a 307 or 308 was
+	// not followed, why (the http.Client's error, if it gave one).
 	Err error
 }
 

@@ -31,7 +31,11 @@ const (
 // Options configure a Transport or a Client. Zero values take the defaults
 // in brackets.
 type Options struct {
-	// Base sends each attempt [http.DefaultTransport].
+	// Base sends each attempt [http.DefaultTransport]. Whether an attempt
+	// without an answer may have acted is read from the net/http/httptrace
+	// hooks on the request's context, which http.Transport calls: a Base
+	// that does not leaves every such attempt one that may have acted (see
+	// the package doc).
 	Base http.RoundTripper
 	// Methods are the methods that get a key and retries [POST, PATCH].
 	// A request of another method goes to Base once, untouched.
@@ -48,7 +52,8 @@ type Options struct {
 	MaxRetryAfter time.Duration
 	// AttemptTimeout, when set, ends an attempt that has not answered in
 	// that time. Such an attempt may have been processed, so it is retried
-	// like a dropped connection. It does not cut the body of the answer
+	// like a dropped connection (one ended before it had a connection
+	// counts as never sent). It does not cut the body of the answer
 	// handed back, which the caller reads in its own time. The context's
 	// deadline bounds the whole operation either way [none].
 	AttemptTimeout time.Duration
@@ -98,10 +103,12 @@ func NewTransport(optFns ...func(*Options)) *Transport {
 // RoundTrip sends req until it has an answer that is not to be retried, and
 // returns that answer. It returns an *UnknownOutcomeError when the
 // operation ends after an attempt that may have taken effect without an
-// answer that tells whether it did (the retries ended, or a refusal came
+// answer that tells whether it did (the retries ended, or an answer came
 // that does not tell), and a plain error only when nothing can have
-// happened. It does not modify req: the key goes on
-// a clone, which the response's Request is.
+// happened. A 307 or 308 comes back for an http.Client to follow, and the
+// request that follows it is the same operation (see the package doc). It
+// does not modify req: the key goes on a clone, which the response's
+// Request is.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !t.applies(req.Method) {
 		return t.o.Base.RoundTrip(req)
@@ -118,15 +125,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err != nil {
 			return op.giveUp(attempt{}, err)
 		}
-		retry, acted := judge(a.status(), a.code, a.err)
-		if !retry {
-			if op.acted && !tellsOutcome(a.resp) {
-				return op.giveUp(op.refused(a))
-			}
-			a.keep()
-			return a.resp, nil
-		}
+		retry, acted := judge(a)
 		op.acted = op.acted || acted
+		if !retry {
+			return op.answer(a)
+		}
 		wait, stop := op.next(a)
 		if stop != nil {
 			return op.giveUp(a, stop)
@@ -142,7 +145,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 func (t *Transport) applies(method string) bool { return slices.Contains(t.o.Methods, method) }
 
 // begin checks that the body can be sent again and gives the operation its
-// key: the caller's, if the request has one.
+// key: the caller's, if the request has one, else that of the 307 or 308
+// it follows, else a new one. An operation that follows a redirect goes on
+// from where the redirect left it.
 func (t *Transport) begin(req *http.Request) (*operation, error) {
 	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
 		req.Body.Close()
@@ -152,10 +157,18 @@ func (t *Transport) begin(req *http.Request) (*operation, error) {
 	if r.Header == nil {
 		r.Header = http.Header{}
 	}
-	if _, set := r.Header[HeaderKey]; !set {
+	op := &operation{t: t, req: r, ctx: req.Context()}
+	h := from(req)
+	if h != nil {
+		op.acted, op.prior = h.acted, h.attempts
+	}
+	if _, set := r.Header[HeaderKey]; !set && h != nil {
+		r.Header.Set(HeaderKey, h.key)
+	} else if !set {
 		r.Header.Set(HeaderKey, t.o.NewKey())
 	}
-	return &operation{t: t, req: r, ctx: req.Context(), key: r.Header.Get(HeaderKey)}, nil
+	op.key = r.Header.Get(HeaderKey)
+	return op, nil
 }
 
 // operation is one logical operation: one request, its key, its attempts.
@@ -165,14 +178,33 @@ type operation struct {
 	ctx   context.Context
 	key   string
 	n     int     // attempts sent
+	prior int     // attempts sent before the redirects this request follows
 	acted bool    // an attempt may have taken effect
 	last  attempt // the last attempt that was sent
 }
 
-// attempt is what one send got back.
+func (op *operation) attempts() int { return op.prior + op.n }
+
+// answer ends the operation with a that is not to be retried: as the
+// response if it tells the outcome or no attempt may have acted, else as
+// an unknown outcome.
+func (op *operation) answer(a attempt) (*http.Response, error) {
+	if op.acted && !tellsOutcome(op.req, a.resp) {
+		return op.giveUp(op.refused(a))
+	}
+	a.keep()
+	if s := a.resp.StatusCode; s == http.StatusTemporaryRedirect || s == http.StatusPermanentRedirect {
+		op.handOn(a.resp)
+	}
+	return a.resp, nil
+}
+
+// attempt is what one attempt got back, and what the trace saw of it.
 type attempt struct {
 	resp          *http.Response
 	err           error
+	neverSent     bool // it never had a connection (sends.neverSent)
+	resent        bool // Base sent it more than once (sends.resent)
 	code          string
 	retryAfter    time.Duration
 	hasRetryAfter bool
@@ -201,7 +233,8 @@ func detach(resp *http.Response) {
 // send makes one attempt. Its error is not the attempt's (that is in the
 // attempt) but the request's: a body that could not be produced again.
 func (op *operation) send() (attempt, error) {
-	r := op.req.WithContext(op.ctx)
+	var seen sends
+	r := op.req.WithContext(seen.watch(op.ctx))
 	if op.n > 0 && op.req.GetBody != nil {
 		body, err := op.req.GetBody()
 		if err != nil {
@@ -212,10 +245,10 @@ func (op *operation) send() (attempt, error) {
 	op.n++
 	resp, keep, err := op.roundTrip(r)
 	if err != nil {
-		op.last = attempt{err: err}
+		op.last = attempt{err: err, neverSent: seen.neverSent(), resent: seen.resent()}
 		return op.last, nil
 	}
-	a := attempt{resp: resp, keep: keep}
+	a := attempt{resp: resp, keep: keep, resent: seen.resent()}
 	if s := resp.StatusCode; s == http.StatusConflict || s == http.StatusTooManyRequests || s >= 500 {
 		a.code = ProblemCode(resp)
 		a.retryAfter, a.hasRetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), op.t.now())
@@ -239,7 +272,7 @@ func (op *operation) roundTrip(r *http.Request) (_ *http.Response, keep func(), 
 	resp, err := op.t.o.Base.RoundTrip(r.WithContext(ctx))
 	if err != nil {
 		timer.Stop()
-		if context.Cause(ctx) == errAttemptTimeout {
+		if context.Cause(ctx) == errAttemptTimeout && !errors.Is(err, errAttemptTimeout) {
 			err = fmt.Errorf("%w (%v): %v", errAttemptTimeout, d, err)
 		}
 		cancel(nil)
@@ -293,11 +326,11 @@ func (op *operation) giveUp(a attempt, why error) (*http.Response, error) {
 			a.keep()
 			return a.resp, nil
 		}
-		return nil, fmt.Errorf("idemclient: gave up after %d attempt(s), none of which can have taken effect: %w", op.n, why)
+		return nil, fmt.Errorf("idemclient: gave up after %d attempt(s), none of which can have taken effect: %w", op.attempts(), why)
 	}
 	detach(a.resp)
 	return nil, &UnknownOutcomeError{
-		Key: op.key, Attempts: op.n, StatusCode: op.last.status(), Code: op.last.code,
+		Key: op.key, Attempts: op.attempts(), StatusCode: op.last.status(), Code: op.last.code,
 		RetryAfter: op.last.retryAfter, Response: op.last.resp, Err: why,
 	}
 }
@@ -309,7 +342,7 @@ func (op *operation) refused(a attempt) (attempt, error) {
 	a.code = ProblemCode(a.resp)
 	a.retryAfter, a.hasRetryAfter = parseRetryAfter(a.resp.Header.Get("Retry-After"), op.t.now())
 	op.last = a
-	return a, fmt.Errorf("a %d is not retried, and does not tell whether an earlier attempt took effect", a.status())
+	return a, fmt.Errorf("a %d does not tell whether an attempt that may have acted took effect", a.status())
 }
 
 func (op *operation) report(a attempt, wait time.Duration) {

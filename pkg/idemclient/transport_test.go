@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -299,6 +298,12 @@ func TestDeadlineGivesUnknownOutcomeWithTheKey(t *testing.T) {
 			t.Fatalf("Response %+v: want the 502 answered before the wait", u.Response)
 		}
 	})
+}
+
+// TestRetriesEndingAfterAnAttemptThatMayHaveActedGiveUnknownOutcome: the
+// attempts run out, or a Retry-After is too long to wait, or (through
+// Client) a dropped connection is the last word.
+func TestRetriesEndingAfterAnAttemptThatMayHaveActedGiveUnknownOutcome(t *testing.T) {
 	t.Run("the attempts run out", func(t *testing.T) {
 		srv, _ := serve(t, answer(503, "provider_busy"))
 		tr, sent := testTransport(t, nil, func(o *Options) { o.MaxAttempts = 3 })
@@ -570,6 +575,17 @@ func TestRefusalAfterAnAttemptThatMayHaveActedIsAnUnknownOutcome(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUnknownOutcomeAfterARefusalKeepsIt: the refusal that ends an
+// operation as unknown comes with it, its headers whole, through Client too.
+func TestUnknownOutcomeAfterARefusalKeepsIt(t *testing.T) {
+	withHeader := func(h http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+			h(w, r)
+		}
+	}
 	t.Run("the refusal's headers are kept", func(t *testing.T) {
 		srv, _ := serve(t, answer(502, "bad_gateway"), withHeader(answer(401, "unauthenticated")))
 		tr, _ := testTransport(t, nil)
@@ -591,33 +607,27 @@ func TestRefusalAfterAnAttemptThatMayHaveActedIsAnUnknownOutcome(t *testing.T) {
 	})
 }
 
-// dialFailsFirst fails its first attempt as a connection that was never
-// made, then sends through base.
-type dialFailsFirst struct {
-	base  http.RoundTripper
-	tried atomic.Bool
-}
-
-func (d *dialFailsFirst) RoundTrip(r *http.Request) (*http.Response, error) {
-	if !d.tried.Swap(true) {
-		if r.Body != nil {
-			r.Body.Close()
+// dialFailsFirst is an http.Transport whose first connection is refused.
+func dialFailsFirst() *http.Transport {
+	var tried atomic.Bool
+	return &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if !tried.Swap(true) {
+			return nil, &net.OpError{Op: "dial", Net: network, Err: errors.New("connection refused")}
 		}
-		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
-	}
-	return d.base.RoundTrip(r)
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}}
 }
 
 // TestAnswerAfterAnAttemptThatMayHaveActedComesBack holds the other half
 // of the rule: after an attempt that may have acted, the answers that do
-// tell the operation's outcome come back as the response (a 2xx or 3xx, a
-// replay of any status, a 422 idempotency_key_reused), and a refusal after
+// tell the operation's outcome come back as the response (a 2xx, a replay
+// of any status, a 422 idempotency_key_reused), and a refusal after
 // attempts that cannot have acted (a 429, a connection never made) is the
 // server's answer as before.
 func TestAnswerAfterAnAttemptThatMayHaveActedComesBack(t *testing.T) {
 	seeOther := func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Location", "/charges/ch_1")
-		w.WriteHeader(http.StatusSeeOther)
+		w.Header().Set(HeaderReplayed, "true")
+		redirect(http.StatusSeeOther, "/charges/ch_1")(w, r)
 	}
 	cases := []struct {
 		name   string
@@ -630,7 +640,7 @@ func TestAnswerAfterAnAttemptThatMayHaveActedComesBack(t *testing.T) {
 		{"504 then a replayed 402", []http.HandlerFunc{answer(504, ""), replayed(402, "card_declined")}, false, 402},
 		{"a dropped connection then a replayed 409", []http.HandlerFunc{drop, replayed(409, "order_exists")}, false, 409},
 		{"502 then 422 idempotency_key_reused", []http.HandlerFunc{answer(502, "bad_gateway"), problem(422, "idempotency_key_reused")}, false, 422},
-		{"503 then 303", []http.HandlerFunc{answer(503, "provider_busy"), seeOther}, false, 303},
+		{"503 then a replayed 303", []http.HandlerFunc{answer(503, "provider_busy"), seeOther}, false, 303},
 		{"429 then 401", []http.HandlerFunc{answer(429, "rate_limited"), answer(401, "unauthenticated")}, false, 401},
 		{"a connection never made then 403", []http.HandlerFunc{problem(403, "forbidden")}, true, 403},
 	}
@@ -639,7 +649,7 @@ func TestAnswerAfterAnAttemptThatMayHaveActedComesBack(t *testing.T) {
 			srv, _ := serve(t, tc.steps...)
 			tr, _ := testTransport(t, nil)
 			if tc.dial {
-				tr.o.Base = &dialFailsFirst{base: tr.o.Base}
+				tr.o.Base = dialFailsFirst()
 			}
 			resp, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
 			if err != nil {
@@ -651,35 +661,4 @@ func TestAnswerAfterAnAttemptThatMayHaveActedComesBack(t *testing.T) {
 			}
 		})
 	}
-	t.Run("a redirect after a 502 is followed under the same key", func(t *testing.T) {
-		var mu sync.Mutex
-		var got []string
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			got = append(got, r.URL.Path+" "+r.Header.Get(HeaderKey))
-			n := len(got)
-			mu.Unlock()
-			switch {
-			case n == 1:
-				answer(502, "bad_gateway")(w, r)
-			case r.URL.Path == "/old":
-				http.Redirect(w, r, "/new", http.StatusPermanentRedirect)
-			default:
-				replayed(201, "")(w, r)
-			}
-		}))
-		t.Cleanup(srv.Close)
-		c := New(func(o *Options) { o.Base = &http.Transport{DisableKeepAlives: true}; o.MinBackoff = time.Millisecond })
-		resp, err := c.Do(post(t, context.Background(), srv.URL+"/old", `{}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		readAll(t, resp)
-		mu.Lock()
-		defer mu.Unlock()
-		key := strings.TrimPrefix(got[0], "/old ")
-		if resp.StatusCode != 201 || len(got) != 3 || got[1] != "/old "+key || got[2] != "/new "+key {
-			t.Fatalf("%d after %q: want 201 after /old twice and /new, under one key", resp.StatusCode, got)
-		}
-	})
 }
