@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkeys/idem/pkg/idem"
@@ -118,5 +119,45 @@ func TestThePackageDocNamesEveryExample(t *testing.T) {
 	}
 	for name := range named {
 		t.Errorf("doc.go names %s, which example_test.go does not have", name)
+	}
+}
+
+// Commits counts a commit when it lands: a late one once it has (here a
+// completed record put by hand, as a commit without business writes puts
+// it), a fenced holder's never.
+func TestCommitsCountACommitWhenItLandsAndAFencedOneNever(t *testing.T) {
+	s := idemtest.NewStore(t, func(o *idem.Options) { o.Lease = 10 * time.Second })
+	completed := map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: "by-hand"}, "status": &types.AttributeValueMemberS{Value: "COMPLETED"},
+		"lease_token": &types.AttributeValueMemberS{Value: "t"}, "fingerprint": &types.AttributeValueMemberS{Value: "f"},
+	}
+	s.Faults.Inject(idemtest.Fault{Op: idemtest.PutItem, Kind: idemtest.LandLate})
+	s.Faults.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(s.Table), Item: completed})
+	before := s.Faults.Commits()
+	s.Faults.Landed()
+	if after := s.Faults.Commits(); before != 0 || after != 1 {
+		t.Fatalf("commits %d before the late commit landed, %d after; want 0, then 1", before, after)
+	}
+
+	ctx, req := context.Background(), idem.Request{Scope: "alice", Key: "order-1", Fingerprint: "v1"}
+	claimed, resume, stalled := make(chan struct{}), make(chan struct{}), make(chan error)
+	go func() {
+		_, err := s.Do(ctx, req, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+			close(claimed)
+			<-resume
+			return idem.Response{StatusCode: 201}, nil
+		})
+		stalled <- err
+	}()
+	<-claimed
+	s.Clock.Advance(11 * time.Second)
+	if _, err := s.Another().Do(ctx, req, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		return idem.Response{StatusCode: 201}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	close(resume)
+	if fenced := <-stalled; !errors.Is(fenced, idem.ErrLeaseLost) || s.Faults.Commits() != 2 {
+		t.Fatalf("the stalled holder: %v, %d commits; want it fenced, and only the takeover's commit counted", fenced, s.Faults.Commits())
 	}
 }
