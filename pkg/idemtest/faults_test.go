@@ -261,3 +261,24 @@ func TestAStormTakesEveryCallOfItsOpForItsDuration(t *testing.T) {
 		t.Fatalf("reports = %q, want only the storm that met no call", errs)
 	}
 }
+
+// A fault on TransactWriteItems that meets no call, where the commit was a
+// PutItem (no business writes), says so: the user's test names the wrong
+// call.
+func TestAFaultOnACommitThatWasAPutItemSaysSo(t *testing.T) {
+	db := idemtest.Client(t)
+	rec := &recorder{TB: t}
+	f := idemtest.NewFaults(rec, db)
+	store, err := idem.New(f, idemtest.Table(t, db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Inject(idemtest.Fault{Op: idemtest.TransactWriteItems, Kind: idemtest.LostAnswer})
+	store.DoAtomic(context.Background(), idem.Request{Scope: "alice", Key: "k1", Fingerprint: "v1"}, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		return idem.Response{StatusCode: 200}, nil
+	})
+	errs := rec.end()
+	if len(errs) != 1 || !strings.Contains(errs[0], "a commit with no business write is a PutItem") {
+		t.Fatalf("reports = %q, want the fault not injected, and why", errs)
+	}
+}
