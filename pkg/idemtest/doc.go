@@ -1,9 +1,9 @@
 // Package idemtest tests code built on pkg/idem against DynamoDB Local: an
 // engine for the test binary, a fresh idempotency table per test, a Store
-// on it with a clock the test moves, and faults on the Store's DynamoDB
-// calls, the lost answers, late landings, throttles and conflicts that
-// pkg/idem exists to survive. It needs nothing beyond pkg/idem's own
-// dependencies.
+// on it with a clock the test moves, faults on the Store's DynamoDB calls
+// (the lost answers, late landings, throttles, storms and conflicts that
+// pkg/idem exists to survive), and crashes of an invocation at a chosen
+// point. It needs nothing beyond pkg/idem's own dependencies.
 //
 // # Setting up
 //
@@ -40,6 +40,9 @@
 //		if err != nil || !again.Replayed || !bytes.Equal(again.Response.Body, first.Response.Body) {
 //			t.Fatalf("retry = %+v, %v; want the first response replayed", again, err)
 //		}
+//		if s.Faults.Commits() != 1 {
+//			t.Fatalf("%d commits, want 1", s.Faults.Commits())
+//		}
 //	}
 //
 // The Store embeds the *idem.Store: hand s.Store to the handler under test.
@@ -57,24 +60,121 @@
 //
 // Every DynamoDB call of the Store goes through its Faults, which passes it
 // on unless an injected Fault takes it. A Fault takes calls by operation and
-// count (the Nth call of its Op from now, and Times in a row), and does one
-// of five things: LostAnswer (the call lands, a timeout comes back),
-// LandLate (a timeout comes back, the call lands later), Throttle or
-// Conflict (the call is refused and does not land), Slow (the call is held,
-// then made). Calls and Injected count both by operation, and a fault that
-// its calls never met fails the test when it ends: it tested nothing.
+// count (the Nth call of its Op from now, and Times in a row), or, with For,
+// every call of its Op for a while (a storm), and does one of these:
+// LostAnswer (the call lands, a timeout comes back), LandLate (a timeout
+// comes back, the call lands later), Throttle or Conflict (the call is
+// refused and does not land), Slow (the call is held, then made),
+// CrashBefore and CrashAfter (the invocation dies as it sends the call, or
+// once it landed: see Crashes). A fault that its calls never met fails the
+// test when it ends: it tested nothing.
 //
-// The calls a Store makes: a first request under Do claims its key with a
-// PutItem and commits with a TransactWriteItems (a second PutItem when the
-// work added no business write); a failure lapses the lease with an
-// UpdateItem; DoAtomic commits in one TransactWriteItems. So a commit whose
-// answer is lost is
+// The fault to inject names the call the Store makes at that point, which
+// depends on the path and on whether the work added business writes: a
+// commit is one TransactWriteItems with the business writes, and a PutItem
+// when the work added none, on Do and on DoAtomic alike. So a commit whose
+// answer is lost is, under Do (after the claim's PutItem) and under
+// DoAtomic (its only call):
 //
-//	s.Faults.Inject(idemtest.Fault{Op: idemtest.TransactWriteItems, Kind: idemtest.LostAnswer})
+//	s.Faults.Inject(idemtest.Fault{Op: idemtest.TransactWriteItems, Kind: idemtest.LostAnswer}) // with business writes
+//	s.Faults.Inject(idemtest.Fault{Op: idemtest.PutItem, Nth: 2, Kind: idemtest.LostAnswer})    // Do, without
+//	s.Faults.Inject(idemtest.Fault{Op: idemtest.PutItem, Kind: idemtest.LostAnswer})            // DoAtomic, without
 //
 // Faults act on the Store's calls as the Store sees them, after the SDK's
 // own retries, and each comes back as the error the SDK returns in that
 // case, built of the SDK's types: the Store classifies it as it would the
 // real one. NewFaults wraps any other client the same way, for a Store
 // built by hand.
+//
+// # What the counts count
+//
+// Calls counts calls by operation, whatever their role, and one request
+// makes different calls on each path ("the commit" as above: a
+// TransactWriteItems, or a PutItem without business writes):
+//
+//	the request                  Do                                DoAtomic
+//	a first request              PutItem (the claim), the commit    the commit
+//	a duplicate (replay, 409,    PutItem (the claim, refused)       the commit, refused
+//	  422)
+//	a work that fails            PutItem, UpdateItem (the lapse)    none
+//	its retry, or a takeover     PutItem (refused), PutItem (the    the commit
+//	  once a lease ran out         takeover), the commit
+//	a commit whose answer was    UpdateItem (settling it)           PutItem (handing it back)
+//	  lost, after it
+//
+// A replay from Options.Cache makes no call; Options.Wait reads with
+// GetItem. So Calls(TransactWriteItems) == 1 says "the work committed
+// once" only under Do with business writes: under DoAtomic every duplicate
+// sends a transaction of its own, which is refused. Commits counts what a
+// test means on either path: the commits that landed, each the work taking
+// effect. How often the work ran is the test's own to count, in the work:
+// under Do it runs again only after a failure or a takeover; under DoAtomic
+// a duplicate runs it too, and its commit is refused, by design.
+//
+// # Crashes
+//
+// Invoke runs one invocation of the handler as a process of its own, which
+// a crash kills: a Fault of kind CrashBefore or CrashAfter on one of its
+// calls, or Crash called in its work. It dies there as a killed process
+// does, with no lapse, no hand-back and no settling, so the test sees what
+// follows a crash in production: the lease stays live until it runs out
+// (Clock.Advance past Options.Lease), a retry then takes the key over and
+// runs the work again, and a commit that landed is replayed. The points:
+//
+//	the invocation dies          under Do                          under DoAtomic
+//	before the work              PutItem (the claim), CrashAfter   (nothing written yet)
+//	during the work              Crash(ctx) in the work            Crash(ctx) in the work
+//	commit sent, not landed      the commit, CrashBefore           the commit, CrashBefore
+//	commit landed, answer lost   the commit, CrashAfter            the commit, CrashAfter
+//
+// For example, a Lambda killed with its commit in flight:
+//
+//	s.Faults.Inject(idemtest.Fault{Op: idemtest.TransactWriteItems, Kind: idemtest.CrashBefore})
+//	crashed := idemtest.Invoke(ctx, func(ctx context.Context) { handler(ctx, req) })
+//	// crashed; the same request gets 409 until s.Clock.Advance(lease), then 201; s.Faults.Commits() == 1
+//
+// A panic is not a crash: the process survives it, and the Store lapses
+// the lease at once (the retry takes over without waiting).
+//
+// # Throttle storms
+//
+// A Fault with For throttles every call of its Op for that long, on the
+// real clock. Where the storm holds back the call that ends an attempt (a
+// claim's hand-back, a commit's lapse or hand-back), the Store sends that
+// call again within the retry budget pkg/idem's go doc states, then gives
+// up: the request's answer is an error (503 with Retry-After at a door)
+// after about that budget, or once the storm ends if it ends first. A
+// lapse that never went through leaves the lease to run out (a retry gets
+// 409 until then). A storm on the commit alone is answered at once, the
+// lease lapsed or the commit handed back, and the retry may take over at
+// once. The
+// kit's Throttle comes back at once, as if the SDK's own backoff took no
+// time: a test measures the Store's retrying, and a real storm adds the
+// SDK's backoff to each call.
+//
+// # Examples
+//
+// go doc prints no Examples; they are in this package's example_test.go,
+// and this runs them by name (./pkg/... runs every package's; docs/testing.md
+// names them all):
+//
+//	go test -run Example -v ./pkg/idemtest
+//
+// They show:
+//
+//   - ExampleNewStore: a duplicate replayed, the work run once.
+//   - ExampleFaults_Inject: Do's commit loses its answer; the order is
+//     written once.
+//   - ExampleFaults_Inject_atomic: DoAtomic's commit loses its answer, a
+//     TransactWriteItems with a business write and a PutItem without.
+//   - ExampleFaults_Commits: what Calls and Commits count on each path.
+//   - ExampleInvoke: a Lambda killed with its commit in flight, taken over
+//     once its lease ran out.
+//   - ExampleCrash: a Lambda killed during its work, after an outside call
+//     made with idem.DownstreamKey.
+//   - ExampleClock_Advance: a stalled holder taken over, then fenced.
+//   - ExampleNewFaults: faults around a client of one's own.
+//   - ExampleTable, ExampleCreateTable: the idempotency table and one's own.
+//   - ExampleEndpoint: the engine's URL, for a process the test starts.
+//   - ExampleOpen: a Store for an Example or a program, with no test.
 package idemtest

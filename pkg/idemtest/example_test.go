@@ -61,6 +61,149 @@ func ExampleFaults_Inject() {
 	// Output: 201 <nil> 1 1
 }
 
+// DoAtomic's commit is one TransactWriteItems with the work's business
+// writes, and a PutItem when it added none: the fault that loses its answer
+// names that call. Either way the Store finds its own commit.
+func ExampleFaults_Inject_atomic() {
+	t := exampleT() // in a test, the test's own t
+	defer t.done()
+
+	s := idemtest.NewStore(t)
+	orders := idemtest.CreateTable(t, s.Client, &dynamodb.CreateTableInput{
+		TableName:            aws.String("orders"),
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
+	})
+	ctx := context.Background()
+	withAWrite := func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		tx.Add(types.TransactWriteItem{Put: &types.Put{TableName: aws.String(orders), Item: map[string]types.AttributeValue{
+			"id": &types.AttributeValueMemberS{Value: "o1"},
+		}}}, nil)
+		return idem.Response{StatusCode: 201}, nil
+	}
+	alone := func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		return idem.Response{StatusCode: 200}, nil
+	}
+
+	s.Faults.Inject(idemtest.Fault{Op: idemtest.TransactWriteItems, Kind: idemtest.LostAnswer})
+	res, err := s.DoAtomic(ctx, idem.Request{Scope: "alice", Key: "order-1", Fingerprint: "v1"}, withAWrite)
+	fmt.Println(res.Response.StatusCode, err, s.Faults.Injected(idemtest.TransactWriteItems))
+
+	s.Faults.Inject(idemtest.Fault{Op: idemtest.PutItem, Kind: idemtest.LostAnswer})
+	res, err = s.DoAtomic(ctx, idem.Request{Scope: "alice", Key: "ping-1", Fingerprint: "v1"}, alone)
+	fmt.Println(res.Response.StatusCode, err, s.Faults.Injected(idemtest.PutItem))
+	fmt.Println(s.Faults.Commits(), "commits")
+	// Output:
+	// 201 <nil> 1
+	// 200 <nil> 1
+	// 2 commits
+}
+
+// Calls counts calls in every role, and a duplicate makes another call on
+// each path: a refused claim under Do, a refused transaction under
+// DoAtomic. Commits counts the work taking effect, once on both.
+func ExampleFaults_Commits() {
+	t := exampleT() // in a test, the test's own t
+	defer t.done()
+
+	s := idemtest.NewStore(t)
+	orders := idemtest.CreateTable(t, s.Client, &dynamodb.CreateTableInput{
+		TableName:            aws.String("orders"),
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
+	})
+	createOrder := func(id string) idem.Work {
+		return func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+			tx.Add(types.TransactWriteItem{Put: &types.Put{TableName: aws.String(orders), Item: map[string]types.AttributeValue{
+				"id": &types.AttributeValueMemberS{Value: id},
+			}}}, nil)
+			return idem.Response{StatusCode: 201}, nil
+		}
+	}
+	ctx := context.Background()
+	for _, path := range []struct {
+		name string
+		do   func(context.Context, idem.Request, idem.Work) (idem.Result, error)
+	}{{"Do", s.Do}, {"DoAtomic", s.DoAtomic}} {
+		transactions, commits := s.Faults.Calls(idemtest.TransactWriteItems), s.Faults.Commits()
+		key := "order-" + path.name
+		for range 2 { // a request and its duplicate
+			path.do(ctx, idem.Request{Scope: "alice", Key: key, Fingerprint: "v1"}, createOrder(key))
+		}
+		fmt.Println(path.name, s.Faults.Calls(idemtest.TransactWriteItems)-transactions, "transactions,", s.Faults.Commits()-commits, "commit")
+	}
+	// Output:
+	// Do 1 transactions, 1 commit
+	// DoAtomic 2 transactions, 1 commit
+}
+
+// A Lambda killed with its commit in flight leaves its lease live: the
+// same request gets ErrInProgress (a door's 409) until the lease runs out,
+// then takes the key over and creates the order, once. The dead
+// invocation lapsed nothing (no UpdateItem).
+func ExampleInvoke() {
+	t := exampleT() // in a test, the test's own t
+	defer t.done()
+
+	s := idemtest.NewStore(t, func(o *idem.Options) { o.Lease = 10 * time.Second })
+	orders := idemtest.CreateTable(t, s.Client, &dynamodb.CreateTableInput{
+		TableName:            aws.String("orders"),
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
+	})
+	ctx, req := context.Background(), idem.Request{Scope: "alice", Key: "order-1", Fingerprint: "v1"}
+	createOrder := func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		tx.Add(types.TransactWriteItem{Put: &types.Put{TableName: aws.String(orders), Item: map[string]types.AttributeValue{
+			"id": &types.AttributeValueMemberS{Value: "o1"},
+		}}}, nil)
+		return idem.Response{StatusCode: 201}, nil
+	}
+
+	s.Faults.Inject(idemtest.Fault{Op: idemtest.TransactWriteItems, Kind: idemtest.CrashBefore})
+	crashed := idemtest.Invoke(ctx, func(ctx context.Context) { s.Do(ctx, req, createOrder) })
+	fmt.Println("crashed:", crashed, "lapses:", s.Faults.Calls(idemtest.UpdateItem))
+
+	_, err := s.Do(ctx, req, createOrder)
+	fmt.Println("within the lease:", errors.Is(err, idem.ErrInProgress))
+
+	s.Clock.Advance(10 * time.Second)
+	res, err := s.Do(ctx, req, createOrder)
+	fmt.Println("after it:", res.Response.StatusCode, err, "commits:", s.Faults.Commits())
+	// Output:
+	// crashed: true lapses: 0
+	// within the lease: true
+	// after it: 201 <nil> commits: 1
+}
+
+// A Lambda killed during its work, after it called a payment provider:
+// the takeover runs the work again and calls the provider again, with the
+// same idem.DownstreamKey, so the provider charges once.
+func ExampleCrash() {
+	t := exampleT() // in a test, the test's own t
+	defer t.done()
+
+	s := idemtest.NewStore(t, func(o *idem.Options) { o.Lease = 10 * time.Second })
+	ctx, req := context.Background(), idem.Request{Scope: "alice", Key: "pay-1", Fingerprint: "v1"}
+	charges := map[string]int{} // the provider's view: calls by idempotency key
+	pay := func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		key := idem.DownstreamKey("provider", req.Scope, req.Key)
+		if charges[key]++; charges[key] == 1 {
+			idemtest.Crash(ctx) // killed after the provider charged, before the answer is stored
+		}
+		return idem.Response{StatusCode: 201}, nil
+	}
+
+	fmt.Println("crashed:", idemtest.Invoke(ctx, func(ctx context.Context) { s.Do(ctx, req, pay) }))
+	s.Clock.Advance(10 * time.Second)
+	res, err := s.Do(ctx, req, pay)
+	fmt.Println(res.Response.StatusCode, err, "commits:", s.Faults.Commits())
+	fmt.Println("the provider got", len(charges), "key,", charges[idem.DownstreamKey("provider", req.Scope, req.Key)], "calls")
+	// Output:
+	// crashed: true
+	// 201 <nil> commits: 1
+	// the provider got 1 key, 2 calls
+}
+
 // A holder that stalls past its lease, as a crashed Lambda does, is taken
 // over once the clock passes the lease, and is fenced when it comes back.
 func ExampleClock_Advance() {

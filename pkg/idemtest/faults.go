@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,8 +29,11 @@ type Op string
 
 // The operations a Store calls. A first request under Do claims its key
 // with a PutItem and commits with a TransactWriteItems (a PutItem, the
-// second, when the work adds no business write); a lapse is an UpdateItem;
-// GetItem reads a record only where the protocol must look again.
+// second, when the work adds no business write); under DoAtomic its commit
+// is its only call, a TransactWriteItems (a PutItem without business
+// writes). A lapse is an UpdateItem; GetItem reads a record only where the
+// protocol must look again. The package doc, "What the counts count", has
+// every request's calls on each path.
 const (
 	PutItem            Op = "PutItem"
 	GetItem            Op = "GetItem"
@@ -69,9 +74,16 @@ const (
 	// if the call's context ends first, the call is not made and the SDK's
 	// cancellation comes back.
 	Slow
+	// CrashBefore kills the invocation that makes the call (see Invoke) as
+	// it sends it: the call never lands, and the invocation never returns.
+	CrashBefore
+	// CrashAfter makes the call, which lands on the engine (or is refused
+	// there), then kills the invocation that made it (see Invoke) before
+	// it reads the answer.
+	CrashAfter
 )
 
-var kindNames = map[Kind]string{LostAnswer: "LostAnswer", LandLate: "LandLate", Throttle: "Throttle", Conflict: "Conflict", Slow: "Slow"}
+var kindNames = map[Kind]string{LostAnswer: "LostAnswer", LandLate: "LandLate", Throttle: "Throttle", Conflict: "Conflict", Slow: "Slow", CrashBefore: "CrashBefore", CrashAfter: "CrashAfter"}
 
 func (k Kind) String() string {
 	if s, ok := kindNames[k]; ok {
@@ -90,22 +102,31 @@ type Fault struct {
 	// Times is how many calls of Op in a row it takes, from the Nth on
 	// (default 1).
 	Times int
+	// For, when positive, makes the fault a storm: it takes every call of
+	// Op from the Nth on, until For has passed on the real clock since the
+	// first call it took (Times is then ignored). The Store's own retries
+	// wait on the real clock, which is why this one is not Store.Clock.
+	For time.Duration
 	// Delay is how late a LandLate call lands and how long a Slow one is
 	// held (default 100ms).
 	Delay time.Duration
 }
 
 func (f Fault) String() string {
+	if f.For > 0 {
+		return fmt.Sprintf("%v on %s from call %d, every call for %v", f.Kind, f.Op, f.Nth, f.For)
+	}
 	return fmt.Sprintf("%v on %s call %d (%d in a row)", f.Kind, f.Op, f.Nth, f.Times)
 }
 
 // Faults is an idem.DynamoDBAPI that passes each call to the one it wraps,
-// unless an injected Fault takes it, and counts calls and faults by
-// operation. It is safe for concurrent use.
+// unless an injected Fault takes it, and counts calls, faults and commits.
+// It is safe for concurrent use.
 //
 // A fault injected but never met by its call fails the test when it ends:
 // a fault that was not injected tests nothing.
 type Faults struct {
+	t        testing.TB
 	api      idem.DynamoDBAPI
 	endpoint string // for the errors' text
 
@@ -114,28 +135,37 @@ type Faults struct {
 	missed   []Fault
 	calls    map[Op]int
 	injected map[Op]int
+	commits  int
 	late     sync.WaitGroup
+
+	putCommit atomic.Bool // a commit was a PutItem: for the report of a fault not injected
 }
 
 // queued is a fault waiting for calls from to to (numbers of its Op's
-// calls, inclusive), and how many it has taken.
+// calls, inclusive), and how many it has taken; a storm's until is when it
+// ends, set by the first call it takes.
 type queued struct {
 	Fault
 	from, to, taken int
+	until           time.Time
 }
 
 // NewFaults wraps api. When the test ends it waits for every LandLate call
 // to land, then fails the test for every fault that did not take each call
 // it named.
 func NewFaults(t testing.TB, api idem.DynamoDBAPI) *Faults {
-	f := &Faults{api: api, endpoint: "https://dynamodb." + region + ".amazonaws.com/", calls: map[Op]int{}, injected: map[Op]int{}}
+	f := &Faults{t: t, api: api, endpoint: "https://dynamodb." + region + ".amazonaws.com/", calls: map[Op]int{}, injected: map[Op]int{}}
 	if c, ok := api.(*dynamodb.Client); ok && c.Options().BaseEndpoint != nil {
 		f.endpoint = *c.Options().BaseEndpoint
 	}
 	t.Cleanup(func() {
 		f.Landed()
 		for _, fault := range f.unmet() {
-			t.Errorf("idemtest: fault %v was not injected on every call it names: the test did not reach the call it meant to fault (Faults.Calls(%q) = %d)", fault, fault.Op, f.Calls(fault.Op))
+			hint := ""
+			if fault.Op == TransactWriteItems && f.Calls(TransactWriteItems) == 0 && f.putCommit.Load() {
+				hint = "; a commit with no business write is a PutItem, not a TransactWriteItems"
+			}
+			t.Errorf("idemtest: fault %v was not injected on every call it names: the test did not reach the call it meant to fault (Faults.Calls(%q) = %d%s)", fault, fault.Op, f.Calls(fault.Op), hint)
 		}
 	})
 	return f
@@ -162,10 +192,17 @@ func (f *Faults) Inject(fault Fault) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	from := f.calls[fault.Op] + fault.Nth
-	f.queue = append(f.queue, &queued{Fault: fault, from: from, to: from + fault.Times - 1})
+	to := from + fault.Times - 1
+	if fault.For > 0 {
+		to = math.MaxInt
+	}
+	f.queue = append(f.queue, &queued{Fault: fault, from: from, to: to})
 }
 
-// Calls is how many calls of op were made so far, faulted ones included.
+// Calls is how many calls of op the Stores made through f so far, in
+// every role (a claim, a commit, a lapse, a hand-back, a duplicate's
+// refused claim or commit), faulted ones included: see the package doc,
+// "What the counts count".
 func (f *Faults) Calls(op Op) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -179,6 +216,20 @@ func (f *Faults) Injected(op Op) int {
 	return f.injected[op]
 }
 
+// Commits is how many commits landed through f: calls, on either path
+// (Do's or DoAtomic's, a TransactWriteItems or a PutItem), that wrote a
+// completed idempotency record and that the engine took, whatever answer
+// the Store got back (a LostAnswer's, a CrashAfter's) and whenever it
+// landed (a LandLate's, once it has). A refused commit (a duplicate's
+// under DoAtomic, a fenced holder's) is none. Each commit is a work's
+// effect taking place, so Commits() == 1 says "the work took effect once"
+// on every path, where Calls(TransactWriteItems) does not.
+func (f *Faults) Commits() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.commits
+}
+
 // Landed waits until every LandLate call made so far has landed.
 func (f *Faults) Landed() { f.late.Wait() }
 
@@ -188,13 +239,19 @@ func (f *Faults) take(op Op) (Fault, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls[op]++
-	n := f.calls[op]
+	n, now := f.calls[op], time.Now()
 	var hit *queued
 	kept := f.queue[:0]
 	for _, q := range f.queue {
+		if q.Op == op && !q.until.IsZero() && !now.Before(q.until) {
+			continue // a storm that is over
+		}
 		if q.Op == op && hit == nil && q.from <= n && n <= q.to {
 			hit = q
 			q.taken++
+			if q.For > 0 && q.until.IsZero() {
+				q.until = now.Add(q.For)
+			}
 		}
 		switch {
 		case q.Op != op || n < q.to:
@@ -211,13 +268,16 @@ func (f *Faults) take(op Op) (Fault, bool) {
 	return hit.Fault, true
 }
 
-// unmet are the faults that did not take every call they name.
+// unmet are the faults that did not take every call they name: a storm
+// that took none, a fault that missed one of its calls.
 func (f *Faults) unmet() []Fault {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := append([]Fault(nil), f.missed...)
 	for _, q := range f.queue {
-		out = append(out, q.Fault)
+		if q.For <= 0 || q.taken == 0 {
+			out = append(out, q.Fault)
+		}
 	}
 	return out
 }
@@ -241,22 +301,39 @@ func (f *Faults) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWr
 }
 
 // faulted makes one call of op (with items actions), as the fault that
-// takes it says, if one does.
+// takes it says, if one does. An invocation that crashed makes none.
 func faulted[In, Out any](f *Faults, op Op, items int, call func(context.Context, *In, ...func(*dynamodb.Options)) (*Out, error), ctx context.Context, in *In, o []func(*dynamodb.Options)) (*Out, error) {
+	inv := invocationOf(ctx)
+	if inv.isDead() {
+		f.afterDeath(op) // does not return
+	}
+	commit := commits(any(in))
+	if commit && op == PutItem {
+		f.putCommit.Store(true)
+	}
+	made := func(ctx context.Context) (*Out, error) {
+		out, err := call(ctx, in, o...)
+		if err == nil && commit {
+			f.mu.Lock()
+			f.commits++
+			f.mu.Unlock()
+		}
+		return out, err
+	}
 	fault, ok := f.take(op)
 	if !ok {
-		return call(ctx, in, o...)
+		return made(ctx)
 	}
 	switch fault.Kind {
 	case LostAnswer:
-		call(ctx, in, o...) // it lands; its answer goes nowhere
+		made(ctx) // it lands; its answer goes nowhere
 		return nil, f.timedOut(op, fault.Kind)
 	case LandLate:
 		f.late.Add(1)
 		go func() {
 			defer f.late.Done()
 			time.Sleep(fault.Delay)
-			call(context.WithoutCancel(ctx), in, o...)
+			made(context.WithoutCancel(ctx))
 		}()
 		return nil, f.timedOut(op, fault.Kind)
 	case Throttle:
@@ -265,10 +342,19 @@ func faulted[In, Out any](f *Faults, op Op, items int, call func(context.Context
 		})
 	case Conflict:
 		return nil, conflict(op, items)
+	case CrashBefore, CrashAfter:
+		if inv == nil {
+			f.t.Errorf("idemtest: fault %v took a call made outside Invoke, which it let through: a crash kills an invocation that Invoke runs, whose context the call must carry", fault)
+			return made(ctx)
+		}
+		if fault.Kind == CrashAfter {
+			made(ctx) // it lands; the invocation dies before the answer
+		}
+		inv.die() // does not return
 	}
 	select { // Slow
 	case <-time.After(fault.Delay):
-		return call(ctx, in, o...)
+		return made(ctx)
 	case <-ctx.Done():
 		return nil, sdkError(op, 0, 0, &smithy.CanceledError{Err: ctx.Err()})
 	}

@@ -229,3 +229,56 @@ func TestInjectRefusesAFaultDynamoDBCannotGive(t *testing.T) {
 		}()
 	}
 }
+
+// A storm takes every call of its Op from its Nth on, for For from the
+// first it took, and no other op's; one that took a call is no fault not
+// injected, one that took none is.
+func TestAStormTakesEveryCallOfItsOpForItsDuration(t *testing.T) {
+	it := newItems(t)
+	rec := &recorder{TB: t}
+	f := idemtest.NewFaults(rec, it.raw)
+	const storm = 300 * time.Millisecond
+	f.Inject(idemtest.Fault{Op: idemtest.PutItem, Kind: idemtest.Throttle, Nth: 2, For: storm})
+	f.Inject(idemtest.Fault{Op: idemtest.UpdateItem, Kind: idemtest.Throttle, For: storm}) // never met
+	if err := it.put(f, "before"); err != nil {
+		t.Fatalf("the call before the storm's Nth: %v", err)
+	}
+	start := time.Now()
+	for i := range 5 {
+		if err := it.put(f, fmt.Sprint("during-", i)); err == nil {
+			t.Fatalf("call %d of the storm, %v after its first, was not throttled", i, time.Since(start))
+		}
+	}
+	time.Sleep(storm - time.Since(start) + 50*time.Millisecond)
+	if err := it.put(f, "after"); err != nil || !it.there("after") {
+		t.Fatalf("the call after the storm: %v", err)
+	}
+	if f.Injected(idemtest.PutItem) != 5 || f.Calls(idemtest.PutItem) != 7 {
+		t.Errorf("PutItem injected %d of %d calls, want 5 of 7", f.Injected(idemtest.PutItem), f.Calls(idemtest.PutItem))
+	}
+	errs := rec.end()
+	if len(errs) != 1 || !strings.Contains(errs[0], "Throttle on UpdateItem from call 1, every call for 300ms") {
+		t.Fatalf("reports = %q, want only the storm that met no call", errs)
+	}
+}
+
+// A fault on TransactWriteItems that meets no call, where the commit was a
+// PutItem (no business writes), says so: the user's test names the wrong
+// call.
+func TestAFaultOnACommitThatWasAPutItemSaysSo(t *testing.T) {
+	db := idemtest.Client(t)
+	rec := &recorder{TB: t}
+	f := idemtest.NewFaults(rec, db)
+	store, err := idem.New(f, idemtest.Table(t, db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Inject(idemtest.Fault{Op: idemtest.TransactWriteItems, Kind: idemtest.LostAnswer})
+	store.DoAtomic(context.Background(), idem.Request{Scope: "alice", Key: "k1", Fingerprint: "v1"}, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		return idem.Response{StatusCode: 200}, nil
+	})
+	errs := rec.end()
+	if len(errs) != 1 || !strings.Contains(errs[0], "a commit with no business write is a PutItem") {
+		t.Fatalf("reports = %q, want the fault not injected, and why", errs)
+	}
+}

@@ -13,7 +13,8 @@ import (
 
 // TestAModuleOfOnesOwnTestsItsLambdaWithTheKit holds the kit's promise from
 // outside: a scratch module (testdata/outside: the README's HTTP API Lambda
-// and its test, a duplicate request and a commit whose answer is lost) that
+// and its tests, a duplicate request, a commit whose answer is lost and an
+// invocation killed with its commit in flight) that
 // requires this checkout through a replace, imports nothing of it but
 // pkg/idem (its doors included) and pkg/idemtest (its launcher included),
 // and passes its tests against the engine this binary already runs
@@ -60,13 +61,20 @@ func TestAModuleOfOnesOwnTestsItsLambdaWithTheKit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the module's tests failed: %v\n%s", err, out)
 	}
-	for _, test := range []string{"TestARetryGetsTheFirstAnswer", "TestACommitWhoseAnswerIsLostIsNotDoneTwice"} {
+	for _, test := range []string{"TestARetryGetsTheFirstAnswer", "TestACommitWhoseAnswerIsLostIsNotDoneTwice", "TestALambdaKilledWithItsCommitInFlightIsTakenOverOnce"} {
 		if !strings.Contains(out, "--- PASS: "+test) {
 			t.Errorf("%s did not pass:\n%s", test, out)
 		}
 	}
 
-	// What the module pulls in of this repository, and into its go.mod.
+	onlyTheKitsDependencies(t, mod, goCmd)
+}
+
+// onlyTheKitsDependencies: what the module pulls in of this repository is
+// pkg/idem and the kit, and its go.mod requires neither the template's
+// parser nor YAML.
+func onlyTheKitsDependencies(t *testing.T, mod string, goCmd func(proxy string, args ...string) (string, error)) {
+	t.Helper()
 	deps, err := goCmd("off", "list", "-deps", "-test", "-f", "{{.ImportPath}}", "./...")
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, deps)
