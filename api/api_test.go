@@ -288,7 +288,7 @@ func (w *writer) signature(sig *types.Signature) string {
 	switch {
 	case res.Len() == 0:
 		return params
-	case res.Len() == 1 && res.At(0).Name() == "":
+	case res.Len() == 1:
 		return params + " " + w.typ(res.At(0).Type())
 	}
 	return params + " " + w.tuple(res, false)
