@@ -1,13 +1,18 @@
 package idemclient
 
-import "net/http"
+import (
+	"errors"
+	"net/http"
+)
 
 // Client sends requests as logical operations through a Transport, under
-// an http.Client that follows redirects. Unlike an http.Client of your own
-// with that Transport, it also ends in an *UnknownOutcomeError when its
-// http.Client stops at a 307 or 308 that came after an attempt that may
-// have acted (ten redirects, or a GetBody that fails for the redirect; see
-// the package doc).
+// an http.Client that follows a 307 or 308 under the same key. Unlike an
+// http.Client of your own with that Transport, it hands a 301, 302 or 303
+// to a keyed request back as the answer instead of following it as a GET,
+// and it ends in an *UnknownOutcomeError when its http.Client stops at a
+// 307 or 308 that came after an attempt that may have acted (ten
+// redirects, or a GetBody that fails for the redirect; see the package
+// doc).
 type Client struct {
 	t  *Transport
 	hc *http.Client
@@ -16,7 +21,28 @@ type Client struct {
 // New returns a Client with the options set by optFns.
 func New(optFns ...func(*Options)) *Client {
 	t := NewTransport(optFns...)
-	return &Client{t: t, hc: &http.Client{Transport: t}}
+	return &Client{t: t, hc: &http.Client{Transport: t, CheckRedirect: t.checkRedirect}}
+}
+
+// checkRedirect is http.Client's default policy (ten redirects at most),
+// but for a 301, 302 or 303 to a request of the configured methods: that
+// is the answer, not followed. An http.Client follows one with a GET of
+// another URL, without the body or the key: whatever that GET answers (a
+// gateway's sign-in page, say) is not the operation's answer, and a
+// caller who sees its 200 may take it for one.
+func (t *Transport) checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if r := req.Response; r != nil && t.applies(via[0].Method) && seeOther(r.StatusCode) {
+		return http.ErrUseLastResponse
+	}
+	return nil
+}
+
+// seeOther is a redirect that an http.Client follows as a GET.
+func seeOther(status int) bool {
+	return status == http.StatusMovedPermanently || status == http.StatusFound || status == http.StatusSeeOther
 }
 
 // Do sends req, as http.Client.Do does, as one logical operation: a request

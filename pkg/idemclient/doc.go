@@ -123,7 +123,8 @@
 // seen from the other side. The natural answer to a plain 401, a new token
 // and a new key, could do the operation twice. Attempts that cannot have
 // acted (a 429, a connection never had) do not count: an answer after
-// them is the response, and is followed if it is a redirect.
+// them is the response (a 307 or 308 followed, a 301, 302 or 303 handed
+// back by Client: see Redirects).
 //
 // Error bodies carry a machine-readable code, as RFC 9457 problem details
 // (application/problem+json, member "code") or as {"error":{"code":...}};
@@ -139,9 +140,12 @@
 // counted on from the redirect's, and an earlier attempt that may have
 // acted still counted. So Client, and an http.Client of your own over a
 // Transport, Timeout or not, send a 307 or 308 on under the same key. A
-// 301, 302 or 303, which an http.Client follows as a GET, ends the
-// operation after an attempt that may have acted before it can be followed
-// (above); after attempts that cannot have, it is followed as usual.
+// 301, 302 or 303, which an http.Client follows as a GET of another URL
+// without the body or the key, ends the operation after an attempt that
+// may have acted before it can be followed (above). After attempts that
+// cannot have, Client hands it back as the answer, not followed: the GET's
+// answer (a sign-in page's 200, say) would not be the operation's. An
+// http.Client of your own follows it as usual.
 //
 // A 307 or 308 after an attempt that may have acted tells the outcome
 // only by being followed. The Transport makes one with no Location, or

@@ -49,14 +49,19 @@ func TestRedirectElsewhereAfterAnAttemptThatMayHaveActedIsAnUnknownOutcome(t *te
 	}
 }
 
-// TestRedirectAnsweredFirstIsFollowed: a redirect that follows only
-// attempts that cannot have acted is the server's answer, followed by the
-// http.Client as usual; a replayed one tells the outcome.
-func TestRedirectAnsweredFirstIsFollowed(t *testing.T) {
+// TestRedirectAsAGetAnsweredFirstIsTheAnswer: a 301, 302 or 303 that
+// follows only attempts that cannot have acted, or a replayed one, is the
+// server's answer: Client hands it back as it is, with its Location, and
+// sends no GET (whose answer, a sign-in page's 200 say, would not be the
+// operation's). An http.Client of the caller's follows it as a GET, as
+// the package doc says.
+func TestRedirectAsAGetAnsweredFirstIsTheAnswer(t *testing.T) {
 	cases := []struct {
 		name  string
 		steps []http.HandlerFunc
 	}{
+		{"a 302 to a sign-in page at once", []http.HandlerFunc{redirect(302, "/signin"), signIn}},
+		{"a 301 at once", []http.HandlerFunc{redirect(301, "/charges/ch_1"), created}},
 		{"a 303 at once", []http.HandlerFunc{redirect(303, "/charges/ch_1"), created}},
 		{"a 429, then a 303", []http.HandlerFunc{answer(429, "rate_limited"), redirect(303, "/charges/ch_1"), created}},
 		{"a 502, then a replayed 303", []http.HandlerFunc{answer(502, "bad_gateway"), func(w http.ResponseWriter, r *http.Request) {
@@ -73,11 +78,24 @@ func TestRedirectAnsweredFirstIsFollowed(t *testing.T) {
 			}
 			readAll(t, resp)
 			got := s.requests()
-			if last := got[len(got)-1]; resp.StatusCode != 201 || last.method != http.MethodGet || last.path != "/charges/ch_1" {
-				t.Fatalf("%d after %+v: want the GET of the 303's Location", resp.StatusCode, got)
+			if last := got[len(got)-1]; resp.StatusCode < 301 || resp.StatusCode > 303 || resp.Header.Get("Location") == "" || last.method != http.MethodPost {
+				t.Fatalf("%d after %+v: want the redirect itself, with its Location, and no GET", resp.StatusCode, got)
 			}
 		})
 	}
+	t.Run("an http.Client of the caller's follows it", func(t *testing.T) {
+		srv, s := serve(t, redirect(303, "/charges/ch_1"), created)
+		tr, _ := testTransport(t, nil)
+		resp, err := (&http.Client{Transport: tr}).Do(post(t, context.Background(), srv.URL+"/charges", `{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+		got := s.requests()
+		if last := got[len(got)-1]; resp.StatusCode != 201 || last.method != http.MethodGet || last.path != "/charges/ch_1" {
+			t.Fatalf("%d after %+v: want the GET of the 303's Location", resp.StatusCode, got)
+		}
+	})
 }
 
 // TestTemporaryRedirectKeepsTheKeyAndWhatMayHaveActed: a 307 or 308 is
