@@ -18,8 +18,10 @@ import (
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
-// Refusal is a request turned away before any write: a front door's Parse
-// returns it as its error to answer StatusCode with the problem Code.
+// Refusal is a request turned away before any write: the checks here
+// return it, and a handler answers it as problem details (Response). The
+// doors of pkg/idem take it from a Parse or a handler as they take
+// idemhttp.Refusal, their own type of the same fields.
 type Refusal struct {
 	StatusCode int
 	Code       string
@@ -32,6 +34,9 @@ func (r *Refusal) Error() string { return r.Code + ": " + r.Message }
 // handler returns it, the lease is lapsed and nothing is stored, and the
 // door answers StatusCode (503 when it is not a 5xx) with Retry-After and
 // the problem Code.
+//
+// Deprecated: return an idemhttp.TransientError (the same fields), the type
+// the doors document; they still take this one alike.
 type TransientError struct {
 	StatusCode int
 	RetryAfter time.Duration
