@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -60,11 +61,19 @@ func Unauthenticated() *Refusal {
 	return &Refusal{http.StatusUnauthorized, "unauthenticated", "no verified identity on this request"}
 }
 
-// CheckScope refuses an identity that cannot be a scope (401): none, or one
-// over idem.MaxScopeLength.
+// CheckScope refuses an identity that cannot be a scope (401): none, one
+// over idem.MaxScopeLength, or one that is not valid UTF-8. DynamoDB's SDK
+// writes each invalid byte of a string as U+FFFD, so two such names of one
+// length ("m\xfcller" and "m\xf6ller", Latin-1 from a proxy's header)
+// would share every key's record: each other's stored responses.
 func CheckScope(scope string) *Refusal {
-	if scope == "" || len(scope) > idem.MaxScopeLength {
+	switch {
+	case scope == "":
 		return Unauthenticated()
+	case len(scope) > idem.MaxScopeLength:
+		return &Refusal{http.StatusUnauthorized, "unauthenticated", fmt.Sprintf("the verified identity is %d bytes, over the %d a scope may have", len(scope), idem.MaxScopeLength)}
+	case !utf8.ValidString(scope):
+		return &Refusal{http.StatusUnauthorized, "unauthenticated", "the verified identity is not valid UTF-8, so it cannot be a scope"}
 	}
 	return nil
 }

@@ -9,7 +9,7 @@
 // idemlambda take the same Request, Handler, Parse and Options, defined
 // here, with their event types for E.
 // A request passes the checks that write nothing first: 401 without a
-// verified identity (Options.Scope), 413 over the body limit, 400 for a
+// verified identity usable as a scope (Options.Scope), 413 over the body limit, 400 for a
 // missing, invalid or repeated Idempotency-Key (bare, or quoted as the
 // IETF draft has it), Parse's own refusal. The first request then runs the
 // handler and stores its response with its writes; a retry gets the stored
@@ -80,8 +80,10 @@ type Parse[B any] func(body []byte) (B, error)
 // default.
 type Options[E any] struct {
 	// Scope reads the caller from the verified identity on the request,
-	// never from a value the client sets (a header, the body); "" (or over
-	// idem.MaxScopeLength) answers 401. Wrap has no default: net/http
+	// never from a value the client sets (a header, the body). An identity
+	// that cannot be a scope answers 401: "", one over
+	// idem.MaxScopeLength, or one that is not valid UTF-8 (an auth proxy's
+	// Latin-1 header), logged as a warning with its cause. Wrap has no default: net/http
 	// verifies no identity of its own, so it reads what an authentication
 	// middleware in front verified (from the request's context, say). Each
 	// of idemlambda's doors has its own default.

@@ -86,7 +86,7 @@ func Serve[E, B any](ctx context.Context, s doer, c Config, ev *E, scope string,
 	h func(ctx context.Context, ev *E, body B, scope, key string, tx *idem.Tx) (idem.Response, error)) idem.Response {
 	body, req, refusal := admit(c.errs, &in, scope, parse)
 	if refusal != nil {
-		c.Logger.Info("idem: refused", "code", refusal.Code, "status", refusal.StatusCode)
+		c.logRefusal(refusal, scope)
 		return problem(c.ProblemBase, refusal.StatusCode, refusal.Code, refusal.Message, "")
 	}
 	do := s.Do
@@ -121,6 +121,18 @@ func Serve[E, B any](ctx context.Context, s doer, c Config, ev *E, scope string,
 		res.Response.Header[HeaderReplayed] = "true"
 	}
 	return res.Response
+}
+
+// logRefusal logs a refused request: a line for each, and a warning, with
+// its cause, for an identity that is there but cannot be a scope (a proxy
+// that writes Latin-1 names, say), which turns every request of that
+// caller away until someone fixes it.
+func (c Config) logRefusal(r *httpapi.Refusal, scope string) {
+	if r.StatusCode == http.StatusUnauthorized && scope != "" {
+		c.Logger.Warn("idem: refused: the verified identity cannot be a scope", "code", r.Code, "status", r.StatusCode, "cause", r.Message)
+		return
+	}
+	c.Logger.Info("idem: refused", "code", r.Code, "status", r.StatusCode)
 }
 
 // admit runs the checks that write nothing, in order: the identity (401),
