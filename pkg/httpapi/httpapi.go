@@ -29,7 +29,12 @@ type Refusal struct {
 	Message    string
 }
 
-func (r *Refusal) Error() string { return r.Code + ": " + r.Message }
+func (r *Refusal) Error() string {
+	if r == nil {
+		return "no refusal" // a typed nil, which refuses nothing
+	}
+	return r.Code + ": " + r.Message
+}
 
 // TransientError is a failure the client should retry: a front door's
 // handler returns it, the lease is lapsed and nothing is stored, and the

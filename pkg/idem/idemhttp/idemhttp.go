@@ -118,7 +118,12 @@ type Refusal struct {
 	Message    string // the problem's detail, for the client
 }
 
-func (r *Refusal) Error() string { return r.Code + ": " + r.Message }
+func (r *Refusal) Error() string {
+	if r == nil {
+		return "no refusal" // a typed nil, which refuses nothing
+	}
+	return r.Code + ": " + r.Message
+}
 
 // TransientError is a handler's failure the client should retry under the
 // same key: the lease is lapsed and nothing is stored, and the door answers

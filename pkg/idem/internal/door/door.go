@@ -96,7 +96,10 @@ func Serve[E, B any](ctx context.Context, s doer, c Config, ev *E, scope string,
 	res, err := do(ctx, req, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
 		resp, err := h(ctx, ev, body, req.Scope, req.Key, tx)
 		if err != nil {
-			return idem.Response{}, err
+			if r, found := c.errs.refusal(err); !found || r != nil {
+				return idem.Response{}, err
+			}
+			// A typed nil *Refusal refuses nothing, as from Parse.
 		}
 		if resp.StatusCode == 0 {
 			resp.StatusCode = http.StatusOK
