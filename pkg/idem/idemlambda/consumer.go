@@ -115,6 +115,18 @@ func (c *consumer[E]) process(ctx context.Context, s Doer, ev *E, h EventHandler
 	return err
 }
 
+// logFailure logs an event (a "message", an "event") that failed, to be
+// delivered again. One whose id was processed with another body fails on
+// every delivery: its line says so, for the operator who finds it in the
+// dead-letter queue.
+func (c *consumer[E]) logFailure(what, id string, err error) {
+	msg := "idem: " + what + " failed"
+	if errors.Is(err, idem.ErrFingerprintMismatch) {
+		msg = "idem: " + what + " refused: its id was processed with another body, which every delivery of it meets"
+	}
+	c.Logger.Warn(msg, what+"_id", id, "error", err.Error())
+}
+
 // fingerprint is the event's digest: the door's own, or the option's
 // choice as JSON. The same id with another body is not a redelivery: it is
 // refused (to the dead-letter queue, in time) rather than skipped unseen.
