@@ -109,9 +109,10 @@ type Options[E any] struct {
 // its error, before the key is claimed, so that the client may correct the
 // request under the same key; a handler returns it to store nothing (the
 // lease is lapsed, and the retry runs the handler again). The door answers
-// StatusCode with problem details of Code, Message their detail, and no
-// Retry-After. A nil *Refusal returned as an error refuses nothing. The
-// doors take an *httpapi.Refusal (the same fields) alike.
+// StatusCode with problem details whose code is Code and whose detail is
+// Message, without Retry-After. A nil *Refusal returned as an error
+// refuses nothing. The doors take an *httpapi.Refusal (the same fields)
+// alike.
 type Refusal struct {
 	StatusCode int    // the answer's status, a 4xx
 	Code       string // the problem's code: stable, machine-readable

@@ -90,9 +90,9 @@ func TestEveryNameOfTheErrorTypesIsAnswered(t *testing.T) {
 		{"handler: *httpapi.Refusal, wrapped", nil, fmt.Errorf("lookup: %w", &httpapi.Refusal{StatusCode: 404, Code: "not_found", Message: "no such order"}), 404, "not_found", ""},
 		{"handler: a typed nil *idemhttp.Refusal", nil, (*idemhttp.Refusal)(nil), 201, "", ""},
 		{"handler: a typed nil *httpapi.Refusal", nil, (*httpapi.Refusal)(nil), 201, "", ""},
-		{"handler: *idemhttp.TransientError", nil, &idemhttp.TransientError{StatusCode: 502, RetryAfter: 1500 * time.Millisecond, Code: "upstream_down", Err: errors.New("refused")}, 502, "upstream_down", "2"},
-		{"handler: *idemlambda.TransientError, wrapped", nil, fmt.Errorf("charge: %w", &idemlambda.TransientError{Code: "provider_down", Err: errors.New("down")}), 503, "provider_down", "1"},
-		{"handler: *httpapi.TransientError", nil, &httpapi.TransientError{StatusCode: 504, RetryAfter: 3 * time.Second, Code: "upstream_slow", Err: errors.New("slow")}, 504, "upstream_slow", "3"},
+		{"handler: *idemhttp.TransientError", nil, &idemhttp.TransientError{StatusCode: 502, RetryAfter: 1500 * time.Millisecond, Code: "upstream_down", Err: errors.New("secret cause: refused")}, 502, "upstream_down", "2"},
+		{"handler: *idemlambda.TransientError, wrapped", nil, fmt.Errorf("charge: %w", &idemlambda.TransientError{Code: "provider_down", Err: errors.New("secret cause: down")}), 503, "provider_down", "1"},
+		{"handler: *httpapi.TransientError", nil, &httpapi.TransientError{StatusCode: 504, RetryAfter: 3 * time.Second, Code: "upstream_slow", Err: errors.New("secret cause: slow")}, 504, "upstream_slow", "3"},
 	}
 	for _, tc := range cases {
 		parse := func([]byte) (struct{}, error) { return struct{}{}, tc.parse }
@@ -130,6 +130,9 @@ func TestEveryNameOfTheErrorTypesIsAnswered(t *testing.T) {
 					return
 				}
 				checkProblem(t, status, header.Get("Content-Type"), []byte(body))
+				if strings.Contains(body, "secret cause") { // a TransientError's Err is not sent
+					t.Fatalf("%s: the cause was sent", body)
+				}
 				var p struct{ Code string }
 				if json.Unmarshal([]byte(body), &p); p.Code != tc.code {
 					t.Fatalf("code %q, want %q", p.Code, tc.code)
