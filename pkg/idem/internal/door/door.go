@@ -3,7 +3,9 @@
 // The public doors (idemhttp.Wrap, idemlambda's HTTP doors) read their own
 // event into an Inbound, hand it to Serve with their handler, and write the
 // Response back in their own form. The types a user sees (Request, Handler,
-// Parse, Options) are idemhttp's.
+// Parse, Options, Refusal, TransientError) are idemhttp's: door, which
+// idemhttp imports, reads the error types through NewConfig's type
+// parameters.
 package door
 
 import (

@@ -97,29 +97,7 @@ func TestEveryNameOfTheErrorTypesIsAnswered(t *testing.T) {
 	for _, tc := range cases {
 		parse := func([]byte) (struct{}, error) { return struct{}{}, tc.parse }
 		handle := func() (idem.Response, error) { return idem.Response{StatusCode: 201}, tc.handler }
-		doors := map[string]func() (int, string, http.Header){
-			"idemlambda.HTTPAPI": func() (int, string, http.Header) {
-				h := idemlambda.HTTPAPI(newFake(), parse, func(context.Context, idemlambda.Request[events.APIGatewayV2HTTPRequest, struct{}], *idem.Tx) (idem.Response, error) {
-					return handle()
-				})
-				r, _ := h(context.Background(), apiRequest("alice", map[string]string{"idempotency-key": "k1"}, `{}`))
-				hd := http.Header{}
-				for k, v := range r.Headers {
-					hd.Set(k, v)
-				}
-				return r.StatusCode, r.Body, hd
-			},
-			"idemhttp.Wrap": func() (int, string, http.Header) {
-				h := idemhttp.Wrap(newFake(), parse, func(context.Context, idemhttp.Request[http.Request, struct{}], *idem.Tx) (idem.Response, error) {
-					return handle()
-				}, func(o *idemhttp.Options[http.Request]) { o.Scope = func(*http.Request) string { return "alice" } })
-				rec := httptest.NewRecorder()
-				r := httptest.NewRequest("POST", "/orders", strings.NewReader(`{}`))
-				r.Header.Set("Idempotency-Key", "k1")
-				h.ServeHTTP(rec, r)
-				return rec.Code, rec.Body.String(), rec.Header()
-			},
-		}
+		doors := errorDoors(parse, handle)
 		for door, call := range doors {
 			t.Run(door+"/"+tc.name, func(t *testing.T) {
 				status, body, header := call()
@@ -139,5 +117,33 @@ func TestEveryNameOfTheErrorTypesIsAnswered(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// errorDoors are idemlambda's HTTP API door and idemhttp.Wrap over the
+// fake around parse and handle, each sent one request under k1 by alice.
+func errorDoors(parse func([]byte) (struct{}, error), handle func() (idem.Response, error)) map[string]func() (int, string, http.Header) {
+	return map[string]func() (int, string, http.Header){
+		"idemlambda.HTTPAPI": func() (int, string, http.Header) {
+			h := idemlambda.HTTPAPI(newFake(), parse, func(context.Context, idemlambda.Request[events.APIGatewayV2HTTPRequest, struct{}], *idem.Tx) (idem.Response, error) {
+				return handle()
+			})
+			r, _ := h(context.Background(), apiRequest("alice", map[string]string{"idempotency-key": "k1"}, `{}`))
+			hd := http.Header{}
+			for k, v := range r.Headers {
+				hd.Set(k, v)
+			}
+			return r.StatusCode, r.Body, hd
+		},
+		"idemhttp.Wrap": func() (int, string, http.Header) {
+			h := idemhttp.Wrap(newFake(), parse, func(context.Context, idemhttp.Request[http.Request, struct{}], *idem.Tx) (idem.Response, error) {
+				return handle()
+			}, func(o *idemhttp.Options[http.Request]) { o.Scope = func(*http.Request) string { return "alice" } })
+			rec := httptest.NewRecorder()
+			r := httptest.NewRequest("POST", "/orders", strings.NewReader(`{}`))
+			r.Header.Set("Idempotency-Key", "k1")
+			h.ServeHTTP(rec, r)
+			return rec.Code, rec.Body.String(), rec.Header()
+		},
 	}
 }
