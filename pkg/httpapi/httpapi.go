@@ -12,26 +12,37 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
-// Refusal is a request turned away before any write: a front door's Parse
-// returns it as its error to answer StatusCode with the problem Code.
+// Refusal is a request turned away before any write: the checks here
+// return it, and a handler answers it as problem details (Response). The
+// doors of pkg/idem take it from a Parse or a handler as they take
+// idemhttp.Refusal, their own type of the same fields.
 type Refusal struct {
 	StatusCode int
 	Code       string
 	Message    string
 }
 
-func (r *Refusal) Error() string { return r.Code + ": " + r.Message }
+func (r *Refusal) Error() string {
+	if r == nil {
+		return "no refusal" // a typed nil, which refuses nothing
+	}
+	return r.Code + ": " + r.Message
+}
 
 // TransientError is a failure the client should retry: a front door's
 // handler returns it, the lease is lapsed and nothing is stored, and the
 // door answers StatusCode (503 when it is not a 5xx) with Retry-After and
 // the problem Code.
+//
+// Deprecated: return an idemhttp.TransientError (the same fields), the type
+// the doors document; they still take this one alike.
 type TransientError struct {
 	StatusCode int
 	RetryAfter time.Duration
@@ -55,11 +66,19 @@ func Unauthenticated() *Refusal {
 	return &Refusal{http.StatusUnauthorized, "unauthenticated", "no verified identity on this request"}
 }
 
-// CheckScope refuses an identity that cannot be a scope (401): none, or one
-// over idem.MaxScopeLength.
+// CheckScope refuses an identity that cannot be a scope (401): none, one
+// over idem.MaxScopeLength, or one that is not valid UTF-8. DynamoDB's SDK
+// writes each invalid byte of a string as U+FFFD, so two such names of one
+// length ("m\xfcller" and "m\xf6ller", Latin-1 from a proxy's header)
+// would share every key's record: each other's stored responses.
 func CheckScope(scope string) *Refusal {
-	if scope == "" || len(scope) > idem.MaxScopeLength {
+	switch {
+	case scope == "":
 		return Unauthenticated()
+	case len(scope) > idem.MaxScopeLength:
+		return &Refusal{http.StatusUnauthorized, "unauthenticated", fmt.Sprintf("the verified identity is %d bytes, over the %d a scope may have", len(scope), idem.MaxScopeLength)}
+	case !utf8.ValidString(scope):
+		return &Refusal{http.StatusUnauthorized, "unauthenticated", "the verified identity is not valid UTF-8, so it cannot be a scope"}
 	}
 	return nil
 }

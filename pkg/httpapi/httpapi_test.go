@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"maps"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkeys/idem/pkg/httpapi"
+	"github.com/idemkeys/idem/pkg/idem"
 )
 
 // Claims arrive as API Gateway passes them: strings, numbers in their
@@ -50,5 +52,33 @@ func TestClaimStringsLeaveNullClaimsOut(t *testing.T) {
 	}}
 	if scope, _, refusal := httpapi.CheckRequest(&req, "sub", 0); refusal == nil || refusal.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a null sub: scope %q, refusal %v, want 401", scope, refusal)
+	}
+}
+
+// An identity that cannot be a scope is 401 with the cause as its detail:
+// none, one over idem.MaxScopeLength, one that is not valid UTF-8 (which
+// DynamoDB's SDK would write with U+FFFD for each invalid byte, one record
+// for "m\xfcller" and "m\xf6ller"). One of exactly the limit, or in UTF-8,
+// is a scope.
+func TestCheckScopeRefusesWhatCannotBeAScope(t *testing.T) {
+	cases := []struct {
+		scope  string
+		detail string // "" for a scope
+	}{
+		{"", "no verified identity"},
+		{strings.Repeat("s", idem.MaxScopeLength+1), "over the 1024"},
+		{"m\xfcller", "not valid UTF-8"},
+		{"m\xf6ller", "not valid UTF-8"},
+		{strings.Repeat("s", idem.MaxScopeLength), ""},
+		{"müller", ""},
+	}
+	for _, c := range cases {
+		r := httpapi.CheckScope(c.scope)
+		switch {
+		case c.detail == "" && r != nil:
+			t.Errorf("%.20q: %v, want a scope", c.scope, r)
+		case c.detail != "" && (r == nil || r.StatusCode != http.StatusUnauthorized || r.Code != "unauthenticated" || !strings.Contains(r.Message, c.detail)):
+			t.Errorf("%.20q: %v, want 401 unauthenticated saying %q", c.scope, r, c.detail)
+		}
 	}
 }

@@ -9,7 +9,7 @@
 // idemlambda take the same Request, Handler, Parse and Options, defined
 // here, with their event types for E.
 // A request passes the checks that write nothing first: 401 without a
-// verified identity (Options.Scope), 413 over the body limit, 400 for a
+// verified identity usable as a scope (Options.Scope), 413 over the body limit, 400 for a
 // missing, invalid or repeated Idempotency-Key (bare, or quoted as the
 // IETF draft has it), Parse's own refusal. The first request then runs the
 // handler and stores its response with its writes; a retry gets the stored
@@ -27,10 +27,12 @@ package idemhttp
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/idemkeys/idem/pkg/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
@@ -78,8 +80,10 @@ type Parse[B any] func(body []byte) (B, error)
 // default.
 type Options[E any] struct {
 	// Scope reads the caller from the verified identity on the request,
-	// never from a value the client sets (a header, the body); "" (or over
-	// idem.MaxScopeLength) answers 401. Wrap has no default: net/http
+	// never from a value the client sets (a header, the body). An identity
+	// that cannot be a scope answers 401: "", one over
+	// idem.MaxScopeLength, or one that is not valid UTF-8 (an auth proxy's
+	// Latin-1 header), logged as a warning with its cause. Wrap has no default: net/http
 	// verifies no identity of its own, so it reads what an authentication
 	// middleware in front verified (from the request's context, say). Each
 	// of idemlambda's doors has its own default.
@@ -101,11 +105,52 @@ type Options[E any] struct {
 	Logger *slog.Logger
 }
 
-// Refusal is a Parse error that says its status and problem code.
-type Refusal = httpapi.Refusal
+// Refusal turns a request away with its own status: a Parse returns it as
+// its error, before the key is claimed, so that the client may correct the
+// request under the same key; a handler returns it to store nothing (the
+// lease is lapsed, and the retry runs the handler again). The door answers
+// StatusCode with problem details whose code is Code and whose detail is
+// Message, without Retry-After. A nil *Refusal returned as an error
+// refuses nothing. The doors take an *httpapi.Refusal (the same fields)
+// alike.
+type Refusal struct {
+	StatusCode int    // the answer's status, a 4xx
+	Code       string // the problem's code: stable, machine-readable
+	Message    string // the problem's detail, for the client
+}
 
-// TransientError is a handler's failure the client should retry.
-type TransientError = httpapi.TransientError
+func (r *Refusal) Error() string {
+	if r == nil {
+		return "no refusal" // a typed nil, which refuses nothing
+	}
+	return r.Code + ": " + r.Message
+}
+
+// TransientError is a handler's failure the client should retry under the
+// same key: the lease is lapsed and nothing is stored, and the door answers
+// StatusCode (503 unless it is a 5xx) with problem details of Code and
+// Retry-After.
+type TransientError struct {
+	StatusCode int
+	RetryAfter time.Duration // sent in whole seconds, rounded up, at least 1
+	Code       string        // the problem's code: stable, machine-readable
+	Err        error         // the cause, for errors.Is and the logs; not sent
+}
+
+func (e *TransientError) Error() string { return fmt.Sprintf("transient (%s): %v", e.Code, e.Err) }
+func (e *TransientError) Unwrap() error { return e.Err }
+
+// Problem is the door's own problem details answer for status, code and
+// detail (RFC 9457: application/problem+json with type, title, status,
+// detail and code), its type base + code as Options.ProblemBase makes the
+// door's ("" gives "about:blank"): pass the door's ProblemBase. A handler
+// or a ConflictFunc returns it as its response, stored and replayed as any
+// other (a 5xx is not stored). A ConflictFunc that returns a *Refusal as
+// its error gets the same body, but nothing is stored: each retry runs
+// the handler again.
+func Problem(base string, status int, code, detail string) idem.Response {
+	return door.Problem(base, status, code, detail)
+}
 
 // Header names of the IETF draft "The Idempotency-Key HTTP Header Field".
 const (
@@ -126,7 +171,7 @@ func Wrap[B any](s Doer, parse Parse[B], h Handler[http.Request, B], optFns ...f
 	for _, fn := range optFns {
 		fn(&o)
 	}
-	c := door.NewConfig(o.MaxBodyBytes, o.Atomic, o.ProblemBase, o.Logger)
+	c := door.NewConfig[Refusal, TransientError](o.MaxBodyBytes, o.Atomic, o.ProblemBase, o.Logger)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		in := read(r, c.MaxBody)
 		resp := door.Serve(r.Context(), s, c, r, o.Scope(r), in, parse, func(ctx context.Context, r *http.Request, body B, scope, key string, tx *idem.Tx) (idem.Response, error) {

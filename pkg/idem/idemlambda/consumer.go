@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"unicode/utf8"
 
 	"github.com/idemkeys/idem/pkg/idem"
 )
@@ -31,7 +32,9 @@ type EventHandler[E any] func(ctx context.Context, ev Event[E], tx *idem.Tx) err
 // of each field means its default.
 type ConsumerOptions[E any] struct {
 	// Scope names the consumer: its keys are its own, so two consumers of
-	// one event each process it once. Required.
+	// one event each process it once. Required: 1 to idem.MaxScopeLength
+	// bytes of valid UTF-8 (DynamoDB's SDK would write an invalid byte as
+	// U+FFFD, and two such names would share their keys).
 	Scope string
 	// Key reads the event's id, its idempotency key. The default is SQS's
 	// messageId and EventBridge's id; Function has none and requires it.
@@ -72,8 +75,8 @@ func newConsumer[E any](door string, optFns []func(*ConsumerOptions[E])) *consum
 	for _, fn := range optFns {
 		fn(&c.ConsumerOptions)
 	}
-	if c.Scope == "" || len(c.Scope) > idem.MaxScopeLength {
-		panic(fmt.Errorf("%w: %s: ConsumerOptions.Scope names the consumer (1 to %d bytes)", idem.ErrInvalidOptions, door, idem.MaxScopeLength))
+	if c.Scope == "" || len(c.Scope) > idem.MaxScopeLength || !utf8.ValidString(c.Scope) {
+		panic(fmt.Errorf("%w: %s: ConsumerOptions.Scope names the consumer (1 to %d bytes of UTF-8)", idem.ErrInvalidOptions, door, idem.MaxScopeLength))
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -110,6 +113,18 @@ func (c *consumer[E]) process(ctx context.Context, s Doer, ev *E, h EventHandler
 	// A replay is an event processed before: success. In progress means
 	// another delivery of it is being processed now: retry it later.
 	return err
+}
+
+// logFailure logs an event (a "message", an "event") that failed, to be
+// delivered again. One whose id was processed with another body fails on
+// every delivery: its line says so, for the operator who finds it in the
+// dead-letter queue.
+func (c *consumer[E]) logFailure(what, id string, err error) {
+	msg := "idem: " + what + " failed"
+	if errors.Is(err, idem.ErrFingerprintMismatch) {
+		msg = "idem: " + what + " refused: its id was processed with another body, which every delivery of it meets"
+	}
+	c.Logger.Warn(msg, what+"_id", id, "error", err.Error())
 }
 
 // fingerprint is the event's digest: the door's own, or the option's

@@ -32,7 +32,10 @@
 // gets an Event (the event, the consumer's scope, the event's id) and a
 // Tx, and ConsumerOptions, which Function takes too. A duplicate delivery
 // is skipped; a failed or panicking event fails alone and is delivered
-// again.
+// again. An event whose id another delivery holds fails too, never
+// acknowledged, as the holder may still fail; one whose id was processed
+// with another body fails on every delivery, logged, until the dead-letter
+// queue takes it (SQS and EventBridge say how).
 //
 // Every door checks its options when it is built and panics on one out of
 // range (a negative MaxBodyBytes) or missing (a consumer's Scope,

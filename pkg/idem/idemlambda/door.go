@@ -14,7 +14,9 @@ import (
 )
 
 // The HTTP doors' types are idemhttp's, with the event types for E:
-// one Request, Handler, Parse and Options for every HTTP door.
+// one Request, Handler, Parse and Options for every HTTP door, and the
+// errors a Parse or a handler returns (go doc idemhttp.Refusal shows each
+// with its fields).
 type (
 	Doer              = idemhttp.Doer
 	Request[E, B any] = idemhttp.Request[E, B]
@@ -27,6 +29,13 @@ type (
 
 // HeaderReplayed marks a replayed response: "Idempotent-Replayed: true".
 const HeaderReplayed = idemhttp.HeaderReplayed
+
+// Problem is idemhttp.Problem: the door's own problem details answer for
+// status, code and detail, typed under base (the door's ProblemBase), for
+// a handler or a ConflictFunc to return and the door to store.
+func Problem(base string, status int, code, detail string) idem.Response {
+	return idemhttp.Problem(base, status, code, detail)
+}
 
 // httpDoor is every HTTP door of this package: its options checked and
 // defaulted (the door's own scope when Options.Scope is nil).
@@ -43,7 +52,7 @@ func newDoor[E any](def func(*E) string, optFns []func(*Options[E])) httpDoor[E]
 	if o.Scope == nil {
 		o.Scope = func(*E) string { return "" }
 	}
-	return httpDoor[E]{o.Scope, door.NewConfig(o.MaxBodyBytes, o.Atomic, o.ProblemBase, o.Logger)}
+	return httpDoor[E]{o.Scope, door.NewConfig[Refusal, TransientError](o.MaxBodyBytes, o.Atomic, o.ProblemBase, o.Logger)}
 }
 
 // serve is door.Serve around h, once the door has read ev into in.

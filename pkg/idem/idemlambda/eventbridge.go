@@ -15,6 +15,15 @@ import (
 // A duplicate delivery returns nil; a failure (a panic in h included)
 // returns the error, so that Lambda retries the event. It panics without
 // ConsumerOptions.Scope.
+//
+// An event whose id another delivery holds returns an error that matches
+// idem.ErrInProgress: the holder may still fail, and the retry then takes
+// effect. An event whose id was processed with another source, detail type
+// or detail returns idem.ErrFingerprintMismatch, with a WARN line, on every
+// retry. Either way, once Lambda's retries of an asynchronous invocation
+// are spent (two by default, one and two minutes apart), the event goes to
+// the function's on-failure destination or dead-letter queue: configure
+// one, or an event still held then is dropped.
 func EventBridge(s Doer, h EventHandler[events.CloudWatchEvent], optFns ...func(*ConsumerOptions[events.CloudWatchEvent])) func(context.Context, events.CloudWatchEvent) error {
 	c := newConsumer("EventBridge", optFns)
 	c.kind = "EVENT"
@@ -28,7 +37,7 @@ func EventBridge(s Doer, h EventHandler[events.CloudWatchEvent], optFns ...func(
 			return fmt.Errorf("event %s is being processed by another delivery: %w", ev.ID, err)
 		}
 		if err != nil {
-			c.Logger.Warn("idem: event failed", "event_id", ev.ID, "error", err.Error())
+			c.logFailure("event", ev.ID, err)
 		}
 		return err
 	}

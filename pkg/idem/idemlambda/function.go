@@ -11,7 +11,9 @@ import (
 // invocation) so that it runs once per key: the first call runs h, stores
 // its Out as JSON and returns it; a repeat returns the stored Out, decoded;
 // a repeat of the key with another input fails with
-// idem.ErrFingerprintMismatch, a concurrent one with idem.ErrInProgress;
+// idem.ErrFingerprintMismatch, on every call (the caller's retry policy, a
+// Step Functions Catch, decides what then), a concurrent one with
+// idem.ErrInProgress;
 // an input whose key is "" with ErrNoKey, or with PassThrough runs h
 // without a record. An error from h lapses the lease and is returned. It
 // panics without ConsumerOptions.Scope and Key.

@@ -18,6 +18,14 @@ import (
 // of the batch is not redelivered. On a FIFO queue a failure also fails
 // the messages after it, which SQS must then redeliver in order. It panics
 // without ConsumerOptions.Scope.
+//
+// A message whose id another delivery holds (in progress, under a live
+// lease) is reported failed, never acknowledged: the holder may still
+// fail, and the redelivery then takes effect. A message whose id was
+// processed with another body (a producer that reused an id) is refused:
+// reported failed, with a WARN line, on every delivery, until the queue's
+// redrive policy moves it to the dead-letter queue (without one, until its
+// retention period ends).
 func SQS(s Doer, h EventHandler[events.SQSMessage], optFns ...func(*ConsumerOptions[events.SQSMessage])) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	c := newConsumer("SQS", optFns)
 	c.kind = "SQS"
@@ -35,7 +43,7 @@ func SQS(s Doer, h EventHandler[events.SQSMessage], optFns ...func(*ConsumerOpti
 				continue
 			}
 			if err := c.process(ctx, s, msg, h); err != nil {
-				c.Logger.Warn("idem: message failed", "message_id", msg.MessageId, "error", err.Error())
+				c.logFailure("message", msg.MessageId, err)
 				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: msg.MessageId})
 				failed = true
 			}

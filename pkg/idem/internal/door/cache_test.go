@@ -3,6 +3,7 @@ package door_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/idemkeys/idem/pkg/idem"
 	"github.com/idemkeys/idem/pkg/idem/idemlambda"
+	"github.com/idemkeys/idem/pkg/idem/internal/testbed"
 )
 
 // The cache serves every front door: a replay from it is the stored answer
@@ -44,6 +46,30 @@ func TestCacheBehindEveryDoor(t *testing.T) {
 			if f.DB.Total() != 0 || runs.Load() != 1 {
 				t.Fatalf("the cached 422 cost %v DynamoDB calls and the handler ran %d times, want none and once", f.DB.Calls(), runs.Load())
 			}
+		})
+	}
+}
+
+// TestTheCacheKeepsScopesApartBehindEveryDoor: behind every door, the
+// cache answers for the caller's scope and key, never for the key alone:
+// bob's k1 under alice's body and carol's under another run their own
+// handler, never get alice's stored answer nor a 422; the same after a
+// Delete and after the records expired (testbed.ScopePlan).
+func TestTheCacheKeepsScopesApartBehindEveryDoor(t *testing.T) {
+	for _, d := range doorRows() {
+		t.Run(d.name, func(t *testing.T) {
+			f := newFixture(t, func(o *idem.Options) { o.Cache = idem.CacheOptions{MaxEntries: 10, MaxBytes: 1 << 16} })
+			var plan testbed.ScopePlan
+			call := d.make(f.Store, func(ctx context.Context, scope, key string, body []byte) (int, string) {
+				return 201, plan.Work(scope)
+			})
+			plan.Run(f, func(scope, body string) (string, error) {
+				a, err := call(doorCall{scope, []string{"k1"}, body})
+				if err == nil && a.status != 201 {
+					err = fmt.Errorf("answered %d %s", a.status, a.body)
+				}
+				return a.body, err
+			})
 		})
 	}
 }

@@ -3,7 +3,9 @@
 // The public doors (idemhttp.Wrap, idemlambda's HTTP doors) read their own
 // event into an Inbound, hand it to Serve with their handler, and write the
 // Response back in their own form. The types a user sees (Request, Handler,
-// Parse, Options) are idemhttp's.
+// Parse, Options, Refusal, TransientError) are idemhttp's: door, which
+// idemhttp imports, reads the error types through NewConfig's type
+// parameters.
 package door
 
 import (
@@ -16,7 +18,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/idemkeys/idem/pkg/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
@@ -40,12 +41,21 @@ type Config struct {
 	Atomic      bool
 	ProblemBase string
 	Logger      *slog.Logger
+	errs        errorTypes
 }
 
 // NewConfig checks a door's options and fills in their defaults: an option
 // out of range panics here, with an error that matches
-// idem.ErrInvalidOptions, as the doors return no error of their own.
-func NewConfig(maxBody int, atomic bool, problemBase string, logger *slog.Logger) Config {
+// idem.ErrInvalidOptions, as the doors return no error of their own. R and
+// T are the refusal and transient error types the door's users return
+// (idemhttp's), which door cannot name: idemhttp imports it.
+func NewConfig[R RefusalShape, T TransientShape, PR interface {
+	*R
+	error
+}, PT interface {
+	*T
+	error
+}](maxBody int, atomic bool, problemBase string, logger *slog.Logger) Config {
 	if maxBody < 0 {
 		panic(fmt.Errorf("%w: MaxBodyBytes %d is negative (0 takes the default, 64 KiB)", idem.ErrInvalidOptions, maxBody))
 	}
@@ -55,7 +65,8 @@ func NewConfig(maxBody int, atomic bool, problemBase string, logger *slog.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return Config{MaxBody: maxBody, Atomic: atomic, ProblemBase: problemBase, Logger: logger}
+	errs := errorTypes{refusal: readRefusal[R, PR], transient: readTransient[T, PT]}
+	return Config{MaxBody: maxBody, Atomic: atomic, ProblemBase: problemBase, Logger: logger, errs: errs}
 }
 
 // Inbound is a request as every door reduces it for Serve.
@@ -75,19 +86,22 @@ type Inbound struct {
 // replay marked Idempotent-Replayed.
 func Serve[E, B any](ctx context.Context, s doer, c Config, ev *E, scope string, in Inbound, parse func([]byte) (B, error),
 	h func(ctx context.Context, ev *E, body B, scope, key string, tx *idem.Tx) (idem.Response, error)) idem.Response {
-	key, body, fp, refusal := admit(&in, scope, parse)
+	body, req, refusal := admit(c.errs, &in, scope, parse)
 	if refusal != nil {
-		c.Logger.Info("idem: refused", "code", refusal.Code, "status", refusal.StatusCode)
+		c.logRefusal(refusal, scope)
 		return problem(c.ProblemBase, refusal.StatusCode, refusal.Code, refusal.Message, "")
 	}
 	do := s.Do
 	if c.Atomic {
 		do = s.DoAtomic
 	}
-	res, err := do(ctx, idem.Request{Scope: scope, Key: key, Fingerprint: fp}, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
-		resp, err := h(ctx, ev, body, scope, key, tx)
+	res, err := do(ctx, req, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		resp, err := h(ctx, ev, body, req.Scope, req.Key, tx)
 		if err != nil {
-			return idem.Response{}, err
+			if r, found := c.errs.refusal(err); !found || r != nil {
+				return idem.Response{}, err
+			}
+			// A typed nil *Refusal refuses nothing, as from Parse.
 		}
 		if resp.StatusCode == 0 {
 			resp.StatusCode = http.StatusOK
@@ -105,7 +119,7 @@ func Serve[E, B any](ctx context.Context, s doer, c Config, ev *E, scope string,
 		if errors.Is(err, idem.ErrMisconfigured) {
 			c.Logger.Error("idem: misconfigured", "error", err.Error())
 		}
-		return errorResponse(c.ProblemBase, err)
+		return c.errorResponse(err)
 	}
 	if res.Replayed {
 		res.Response.Header = CopyHeader(res.Response.Header)
@@ -114,40 +128,53 @@ func Serve[E, B any](ctx context.Context, s doer, c Config, ev *E, scope string,
 	return res.Response
 }
 
+// logRefusal logs a refused request: a line for each, and a warning, with
+// its cause, for an identity that is there but cannot be a scope (a proxy
+// that writes Latin-1 names, say), which turns every request of that
+// caller away until someone fixes it.
+func (c Config) logRefusal(r *httpapi.Refusal, scope string) {
+	if r.StatusCode == http.StatusUnauthorized && scope != "" {
+		c.Logger.Warn("idem: refused: the verified identity cannot be a scope", "code", r.Code, "status", r.StatusCode, "cause", r.Message)
+		return
+	}
+	c.Logger.Info("idem: refused", "code", r.Code, "status", r.StatusCode)
+}
+
 // admit runs the checks that write nothing, in order: the identity (401),
-// the body (400, 413), the key (400), parse, the fingerprint.
-func admit[B any](in *Inbound, scope string, parse func([]byte) (B, error)) (key string, body B, fp string, refusal *httpapi.Refusal) {
-	if httpapi.CheckScope(scope) != nil {
-		return "", body, "", httpapi.Unauthenticated()
+// the body (400, 413), the key (400), parse, the fingerprint. It returns
+// the parsed body and the request for Do.
+func admit[B any](errs errorTypes, in *Inbound, scope string, parse func([]byte) (B, error)) (body B, req idem.Request, refusal *httpapi.Refusal) {
+	if r := httpapi.CheckScope(scope); r != nil {
+		return body, req, r
 	}
 	if in.Refusal != nil {
-		return "", body, "", in.Refusal
+		return body, req, in.Refusal
 	}
 	if !in.HasKey {
-		return "", body, "", &httpapi.Refusal{StatusCode: http.StatusBadRequest, Code: "idempotency_key_missing", Message: "this endpoint needs an Idempotency-Key header"}
+		return body, req, &httpapi.Refusal{StatusCode: http.StatusBadRequest, Code: "idempotency_key_missing", Message: "this endpoint needs an Idempotency-Key header"}
 	}
 	key, err := ParseKey(in.Key)
 	if err != nil {
-		return "", body, "", &httpapi.Refusal{StatusCode: http.StatusBadRequest, Code: "idempotency_key_invalid", Message: err.Error()}
+		return body, req, &httpapi.Refusal{StatusCode: http.StatusBadRequest, Code: "idempotency_key_invalid", Message: err.Error()}
 	}
 	if parse != nil {
 		if body, err = parse(in.Body); err != nil {
-			var r *httpapi.Refusal
+			r, found := errs.refusal(err)
 			switch {
-			case errors.As(err, &r) && r == nil:
+			case found && r == nil:
 				// A typed nil *Refusal in the error: no refusal at all.
-			case r != nil:
-				return "", body, "", r
+			case found:
+				return body, req, r
 			default:
-				return "", body, "", &httpapi.Refusal{StatusCode: http.StatusBadRequest, Code: "invalid_body", Message: err.Error()}
+				return body, req, &httpapi.Refusal{StatusCode: http.StatusBadRequest, Code: "invalid_body", Message: err.Error()}
 			}
 		}
 	}
-	fp, err = idem.Fingerprint(in.Method, in.Route, in.Body, len(in.Body) > 0 && isJSON(in.ContentType))
+	fp, err := idem.Fingerprint(in.Method, in.Route, in.Body, len(in.Body) > 0 && isJSON(in.ContentType))
 	if err != nil {
-		return "", body, "", &httpapi.Refusal{StatusCode: http.StatusBadRequest, Code: "invalid_json", Message: err.Error()}
+		return body, req, &httpapi.Refusal{StatusCode: http.StatusBadRequest, Code: "invalid_json", Message: err.Error()}
 	}
-	return key, body, fp, nil
+	return body, idem.Request{Scope: scope, Key: key, Fingerprint: fp}, nil
 }
 
 // Route is what the fingerprint takes of where a request went: the route
@@ -185,88 +212,6 @@ func isJSON(ct string) bool {
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
-}
-
-// problem is a problem details response with a stable code.
-func problem(base string, status int, code, detail, retry string) idem.Response {
-	p := httpapi.NewProblem(status, code, detail).WithBase(base)
-	h := map[string]string{"Content-Type": httpapi.ContentType}
-	if retry != "" {
-		h["Retry-After"] = retry
-	}
-	return idem.Response{StatusCode: p.Status, Header: h, Body: p.JSON()}
-}
-
-// errorResponse answers what Do failed with: every error a problem, with
-// Retry-After wherever a retry under the same key is the way on.
-func errorResponse(base string, err error) idem.Response {
-	var inProgress *idem.InProgressError
-	var transient *httpapi.TransientError
-	var unstored interface{ Response() idem.Response }
-	var refusal *httpapi.Refusal
-	switch {
-	case errors.As(err, &unstored):
-		// The handler's final 5xx, or its ConflictFunc's: sent as it is.
-		return unstored.Response()
-	case errors.As(err, &inProgress):
-		return problem(base, http.StatusConflict, "request_in_progress", "a request with this Idempotency-Key is being processed; retry later", retryAfter(inProgress.RetryAfter))
-	case errors.Is(err, idem.ErrLeaseLost):
-		// The operation is being finished by the request that took it over;
-		// a retry will replay that result.
-		return problem(base, http.StatusConflict, "request_in_progress", "this request was taken over by a retry; retry to get its result", "1")
-	case errors.Is(err, idem.ErrFingerprintMismatch):
-		return problem(base, http.StatusUnprocessableEntity, "idempotency_key_reused", "this Idempotency-Key was used with a different request", "")
-	case errors.Is(err, idem.ErrInvalidKey):
-		return problem(base, http.StatusBadRequest, "idempotency_key_invalid", err.Error(), "")
-	case errors.As(err, &refusal) && refusal != nil:
-		// The handler's own refusal: its status, nothing stored.
-		return problem(base, refusal.StatusCode, refusal.Code, refusal.Message, "")
-	case errors.Is(err, idem.ErrInvalidScope):
-		// The core's own check of the scope (the door's comes first).
-		return problem(base, http.StatusUnauthorized, "unauthenticated", "no verified identity on this request", "")
-	case errors.Is(err, idem.ErrInvalidBody):
-		// A request the fingerprint cannot take: the same request is
-		// refused again, so no Retry-After.
-		return problem(base, http.StatusBadRequest, "invalid_body", err.Error(), "")
-	case errors.As(err, &transient):
-		status := transient.StatusCode
-		if status < 500 || status > 599 {
-			status = http.StatusServiceUnavailable // a retry's status, whatever was set
-		}
-		return problem(base, status, transient.Code, "a dependency failed; retry with the same Idempotency-Key", retryAfter(transient.RetryAfter))
-	case errors.Is(err, idem.ErrMisconfigured):
-		// The table is missing or the role may not use it: no retry gets
-		// past that until someone fixes the configuration.
-		return problem(base, http.StatusInternalServerError, "misconfigured", "the service's tables refused the call as configured; no result was stored (retry with the same Idempotency-Key once it is fixed; a new key may repeat the operation)", "")
-	case errors.Is(err, idem.ErrWriteConditionFailed):
-		// The same writes would meet the same condition on a retry.
-		return problem(base, http.StatusInternalServerError, "write_condition_failed", "the operation's writes conflict with what is stored; no result was stored", "")
-	case errors.Is(err, idem.ErrResponseTooLarge), errors.Is(err, idem.ErrItemTooLarge),
-		errors.Is(err, idem.ErrTooManyWrites), errors.Is(err, idem.ErrTransactionTooLarge):
-		return problem(base, http.StatusInternalServerError, "result_too_large", "the result exceeds what can be stored; no result was stored", "")
-	case errors.Is(err, idem.ErrInvalidWrite):
-		// A definite refusal of the operation's writes (two actions on one
-		// item, say): nothing was written, and the same writes would be
-		// refused again, so this is no "retry is safe" 503.
-		return problem(base, http.StatusInternalServerError, "invalid_write", "the operation's writes cannot be committed; no result was stored", "")
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return problem(base, http.StatusServiceUnavailable, "timeout", "the request ran out of time; retry with the same Idempotency-Key", "1")
-	}
-	return problem(base, http.StatusServiceUnavailable, "internal_error", "the request failed; retrying with the same Idempotency-Key is safe", "1")
-}
-
-// failedResponse is a handler's own final 5xx: the lease is lapsed and the
-// answer goes back as it is.
-type failedResponse struct{ resp idem.Response }
-
-func (e *failedResponse) Error() string {
-	return "idem: handler answered " + strconv.Itoa(e.resp.StatusCode) + "; not stored"
-}
-
-func (e *failedResponse) Response() idem.Response { return e.resp }
-
-func retryAfter(d time.Duration) string {
-	return strconv.Itoa(max(1, int((d+time.Second-1)/time.Second)))
 }
 
 // notReplayed are response headers that describe one transmission, not the

@@ -195,6 +195,7 @@ var k1 = doorCall{"alice", []string{"k1"}, `{"a":1}`}
 
 var refusals = []refusal{
 	{name: "no identity (a client-set scope header is ignored)", c: doorCall{"", []string{"n1"}, `{}`}, status: 401, code: "unauthenticated", fn: idem.ErrInvalidOptions},
+	{name: "an identity that is not valid UTF-8 (Latin-1 from a proxy)", c: doorCall{"m\xfcller", []string{"n1"}, `{}`}, status: 401, code: "unauthenticated", fn: idem.ErrInvalidOptions},
 	{name: "no key", c: doorCall{"alice", nil, `{}`}, status: 400, code: "idempotency_key_missing", fn: idemlambda.ErrNoKey, fnPass: true},
 	{name: "an empty key", c: doorCall{"alice", []string{""}, `{}`}, status: 400, code: "idempotency_key_invalid", fn: idemlambda.ErrNoKey, fnPass: true},
 	{name: "several keys", c: doorCall{"alice", []string{"n1", "n2"}, `{}`}, status: 400, code: "idempotency_key_invalid",

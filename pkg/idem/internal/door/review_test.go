@@ -47,6 +47,30 @@ func TestATypedNilRefusalIsNoRefusal(t *testing.T) {
 	}
 }
 
+// TestAHandlersTypedNilRefusalIsNoRefusal: a handler that returns its
+// response with a nil *Refusal as the error (the habit of a helper that
+// returns *Refusal) has refused nothing: the response is stored and
+// replayed, and nothing panics on the way (a nil *Refusal's Error).
+func TestAHandlersTypedNilRefusalIsNoRefusal(t *testing.T) {
+	f := newFixture(t)
+	runs := 0
+	h := idemlambda.HTTPAPI(f.Store, nil, func(ctx context.Context, req idemlambda.Request[events.APIGatewayV2HTTPRequest, struct{}], tx *idem.Tx) (idem.Response, error) {
+		runs++
+		var refusal *idemlambda.Refusal // nil: nothing to refuse
+		return idem.Response{StatusCode: 201, Body: []byte("made")}, refusal
+	})
+	for i, want := range []string{"", "true"} {
+		r, err := h(context.Background(), apiRequest("alice", map[string]string{"idempotency-key": "k1"}, `{}`))
+		if err != nil || r.StatusCode != 201 || r.Body != "made" || r.Headers[idemlambda.HeaderReplayed] != want || runs != 1 {
+			t.Fatalf("call %d: %d %s %v %v after %d runs, want the 201 stored and replayed", i, r.StatusCode, r.Body, r.Headers, err, runs)
+		}
+	}
+	var nilRefusal *httpapi.Refusal
+	if nilRefusal.Error() == "" || (*idemlambda.Refusal)(nil).Error() == "" {
+		t.Fatal("a nil refusal's Error is empty")
+	}
+}
+
 // TestAHandlersRefusalIsItsStatus: a handler that returns a *Refusal is
 // answered with its status and code, no Retry-After, and nothing stored:
 // its retry runs the handler again.
