@@ -28,8 +28,9 @@ var (
 	// ErrInvalidKey is returned for a key that is empty, over MaxKeyLength
 	// or not printable ASCII.
 	ErrInvalidKey = errors.New("idem: invalid idempotency key")
-	// ErrInvalidScope is returned for a scope that is empty or over
-	// MaxScopeLength.
+	// ErrInvalidScope is returned for a scope that is empty, over
+	// MaxScopeLength or not valid UTF-8 (DynamoDB would store each byte
+	// that is not as U+FFFD, so two such scopes would share records).
 	ErrInvalidScope = errors.New("idem: invalid scope")
 	// ErrInvalidBody is returned for a request with no fingerprint, and by
 	// Fingerprint for a JSON body it cannot put in canonical form.

@@ -128,7 +128,8 @@ func New(db DynamoDBAPI, table string, optFns ...func(*Options)) (*Store, error)
 // Request identifies one logical operation.
 type Request struct {
 	// Scope is whose key it is: the authenticated caller, never a value the
-	// client chose. Keys in different scopes never meet.
+	// client chose. Keys in different scopes never meet. It must be valid
+	// UTF-8, at most MaxScopeLength bytes (else ErrInvalidScope).
 	Scope string
 	// Key is the client's idempotency key (see ValidateKey).
 	Key string
