@@ -45,7 +45,7 @@ func (s *Store) DoAtomic(ctx context.Context, req Request, work Work) (Result, e
 			cp := s.atomicCompletion(c, seen, tx.writes)
 			o := s.commit(ctx, cp, resp)
 			if o.unknown {
-				o = s.settleAtomic(ctx, cp, o.err)
+				o = s.settleAtomic(ctx, cp, o)
 			}
 			if !o.lost {
 				return c.finish(o, cp.token, OutcomeFailed)
@@ -80,7 +80,8 @@ func (s *Store) atomicCompletion(c *call, seen *record, writes []queued) complet
 // own token, it landed.
 //
 // model: idem.pml's AReq settle; its negative control ATOMIC_SETTLE_LAPSE.
-func (s *Store) settleAtomic(ctx context.Context, cp completion, cause error) outcome {
+func (s *Store) settleAtomic(ctx context.Context, cp completion, unknown outcome) outcome {
+	cause := unknown.err
 	handed, r, err := s.handBack(ctx, cp.pk, cp.put)
 	switch {
 	case err != nil && errors.Is(cause, ErrMisconfigured) && errors.Is(err, ErrMisconfigured):
@@ -90,7 +91,7 @@ func (s *Store) settleAtomic(ctx context.Context, cp completion, cause error) ou
 	case handed:
 		return outcome{err: fmt.Errorf("idem: commit failed, nothing written; the key is handed back to the request with a lapsed lease: %w", cause)}
 	case r != nil && r.Status == statusCompleted && r.LeaseToken == cp.token:
-		return outcome{res: Result{Response: r.response()}}
+		return outcome{res: Result{Response: withCookiesOf(r.response(), unknown.sent)}}
 	}
 	return outcome{lost: true, seen: r}
 }

@@ -138,12 +138,18 @@ type Request struct {
 	Fingerprint string
 }
 
-// Response is what an operation answered, stored and replayed byte for byte.
+// Response is what an operation answered, stored and replayed byte for
+// byte but for its cookies, which only the first answer carries.
 type Response struct {
 	StatusCode int
-	Header     map[string]string
+	// Header is the headers to send. A Set-Cookie header (in any case) is,
+	// like Cookies, sent with the first answer only.
+	Header map[string]string
 	// Cookies are Set-Cookie values, in order (API Gateway's payload 2.0
-	// carries them apart from the headers).
+	// carries them apart from the headers), sent with the first answer
+	// only: the record and the cache never keep them, and no replay sends
+	// them, since a session cookie sent again for the record's life would
+	// outlive the session's rotation or revocation.
 	Cookies []string
 	Body    []byte
 }

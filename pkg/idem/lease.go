@@ -57,7 +57,7 @@ func (s *Store) run(ctx context.Context, c *call, l *lease, work Work) (res Resu
 	o := s.commit(ctx, s.completion(l, tx.writes), resp)
 	switch {
 	case o.unknown:
-		o = s.settle(ctx, l.pk, l.token, o.err)
+		o = s.settle(ctx, l.pk, l.token, o)
 	case o.err != nil:
 		s.lapse(ctx, l.pk, l.token)
 	}
@@ -137,7 +137,8 @@ func lapsedToken(token string) string { return token + ".lapsed" }
 // landed, and cannot land after (the lapse replaced the token). Completed
 // under this lease token: the commit landed and only its answer was lost.
 // Anyone else's record: this lease lost the key.
-func (s *Store) settle(ctx context.Context, pk, token string, cause error) outcome {
+func (s *Store) settle(ctx context.Context, pk, token string, unknown outcome) outcome {
+	cause := unknown.err
 	var lapsed bool
 	var r *record
 	err := resolve(ctx, func() (err error) {
@@ -156,7 +157,7 @@ func (s *Store) settle(ctx context.Context, pk, token string, cause error) outco
 	case lapsed:
 		return outcome{err: fmt.Errorf("idem: commit failed, lease lapsed: %w", cause)}
 	case r != nil && r.Status == statusCompleted && r.LeaseToken == token:
-		return outcome{res: Result{Response: r.response()}}
+		return outcome{res: Result{Response: withCookiesOf(r.response(), unknown.sent)}}
 	case r != nil && r.LeaseToken != token:
 		return outcome{lost: true, seen: r}
 	}
