@@ -3,6 +3,7 @@ package idemlambda_test
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -91,7 +92,7 @@ func TestSetCookieIsNeverReplayedByALambdaDoor(t *testing.T) {
 	}
 	for name, door := range doors {
 		for _, status := range []int{201, 402} {
-			t.Run(name, func(t *testing.T) {
+			t.Run(name+" "+strconv.Itoa(status), func(t *testing.T) {
 				f := newFixture(t)
 				var runs atomic.Int32
 				send := door(f.Store, &runs, status)
