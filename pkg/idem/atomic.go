@@ -67,7 +67,7 @@ func (s *Store) atomicCompletion(c *call, seen *record, writes []queued) complet
 	now := s.opts.Clock()
 	put := s.claimPut(c, seen, statusCompleted, now, now)
 	s.complete(put.Item)
-	return completion{pk: c.pk, token: token(put.Item), put: put, writes: writes}
+	return completion{pk: c.pk, token: token(put.Item), put: put, writes: writes, first: true}
 }
 
 // settleAtomic decides a DoAtomic commit whose outcome the client did not

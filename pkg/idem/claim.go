@@ -56,10 +56,10 @@ func (s *Store) claim(ctx context.Context, c *call, seen *record) (*lease, *reco
 	now := s.opts.Clock()
 	put := s.claimPut(c, seen, statusInProgress, now, now.Add(d))
 	l := &lease{pk: c.pk, token: token(put.Item), until: now.Add(d).UnixMilli(), duration: d, item: put.Item}
-	err := retryConflicts(ctx, func(int) error {
+	err := s.misfit(retryConflicts(ctx, func(int) error {
 		_, err := s.db.PutItem(ctx, putInput(put))
 		return err
-	})
+	}))
 	if err == nil {
 		return l, nil, nil
 	}
@@ -74,7 +74,7 @@ func (s *Store) claim(ctx context.Context, c *call, seen *record) (*lease, *reco
 		return nil, got, nil
 	}
 	if errors.Is(err, ErrMisconfigured) {
-		return nil, nil, err // the table itself refused the claim; no work ran
+		return nil, nil, err // the table itself refused the claim: nothing landed, no work ran
 	}
 	// An earlier send may have landed (its answer lost, and a later one
 	// refused or conflicting), or may still land: hand the claim back at
@@ -128,10 +128,10 @@ func (s *Store) handBack(ctx context.Context, pk string, claim *types.Put) (hand
 	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleFor+2*time.Second)
 	defer cancel()
 	err = resolve(hctx, func() error {
-		return retryConflicts(hctx, func(int) error {
+		return s.misfit(retryConflicts(hctx, func(int) error {
 			_, err := s.db.PutItem(hctx, putInput(put))
 			return err
-		})
+		}))
 	})
 	if err == nil {
 		return true, nil, nil
@@ -224,7 +224,7 @@ func (s *Store) read(ctx context.Context, pk string) (*record, error) {
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("idem: read record: %w", err)
+		return nil, fmt.Errorf("idem: read record: %w", s.misfit(err))
 	}
 	return decodeRecord(out.Item)
 }

@@ -74,6 +74,9 @@ type completion struct {
 	token  string     // the lease token the completed record carries
 	put    *types.Put // the completed record but its response, under its condition
 	writes []queued
+	// first is DoAtomic's: no call before it showed that the table takes
+	// the record, as Do's claim has.
+	first bool
 }
 
 // outcome is what a commit came to: committed (res, now or by an earlier
@@ -148,7 +151,7 @@ func (s *Store) commit(ctx context.Context, c completion, resp Response) outcome
 	case cancelled != nil:
 		return s.cancelled(ctx, c, resp, cancelled.CancellationReasons, err)
 	case refused(err):
-		return outcome{err: fmt.Errorf("%w: DynamoDB refused the writes: %w", ErrInvalidWrite, err)}
+		return outcome{err: s.refusedWrites(ctx, c, err)}
 	case errors.Is(err, ErrMisconfigured):
 		// Refused for a table (the record's or a business write's): an
 		// earlier send may still have landed, so it is settled like any
@@ -156,6 +159,23 @@ func (s *Store) commit(ctx context.Context, c completion, resp Response) outcome
 		return outcome{err: err, unknown: true, sent: resp}
 	}
 	return outcome{err: fmt.Errorf("idem: commit: %w", err), unknown: true, sent: resp}
+}
+
+// refusedWrites names a commit DynamoDB refused as written (a
+// ValidationException, or a cancellation for a ValidationError), which
+// wrote nothing: ErrInvalidWrite (the writes: two actions on one item,
+// say), or ErrMisconfigured where the commit was the first call on the
+// table (DoAtomic's) and a read of the record alone is refused too: the
+// table's key schema does not fit the record. The read costs a call on
+// this failure alone.
+func (s *Store) refusedWrites(ctx context.Context, c completion, err error) error {
+	if !c.first {
+		return fmt.Errorf("%w: DynamoDB refused the writes: %w", ErrInvalidWrite, err)
+	}
+	if _, rerr := s.read(context.WithoutCancel(ctx), c.pk); errors.Is(rerr, ErrMisconfigured) {
+		return fmt.Errorf("%w (the commit: %v)", rerr, err)
+	}
+	return fmt.Errorf("%w: DynamoDB refused the writes: %w", ErrInvalidWrite, err)
 }
 
 // send makes one attempt. The ClientRequestToken is the same for every SDK
@@ -206,6 +226,11 @@ func (s *Store) cancelled(ctx context.Context, c completion, sent Response, reas
 	}
 	if i := failedWrite(reasons, 1, len(c.writes)); i >= 0 {
 		return s.businessConflict(ctx, c, i, reasons[i+1].Item)
+	}
+	for i := range reasons {
+		if reasonCode(reasons, i) == "ValidationError" {
+			return outcome{err: s.refusedWrites(ctx, c, err)} // refused as written: the same again
+		}
 	}
 	return outcome{err: fmt.Errorf("idem: commit cancelled: %w", err)}
 }

@@ -100,7 +100,7 @@ func (s *Store) workContext(ctx context.Context, l *lease) (context.Context, con
 func (s *Store) lapse(ctx context.Context, pk, token string) (lapsed bool, found *record, err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	err = retryConflicts(ctx, func(int) error {
+	err = s.misfit(retryConflicts(ctx, func(int) error {
 		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                &s.table,
 			Key:                      map[string]types.AttributeValue{AttrPK: &types.AttributeValueMemberS{Value: pk}},
@@ -113,7 +113,7 @@ func (s *Store) lapse(ctx context.Context, pk, token string) (lapsed bool, found
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		})
 		return err
-	})
+	}))
 	if err == nil {
 		return true, nil, nil
 	}
