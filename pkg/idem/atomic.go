@@ -8,9 +8,10 @@ import (
 
 // DoAtomic is Do in one round trip, for work with no effect outside
 // DynamoDB (creating an order, say). The work runs first and only computes:
-// its business writes and its response. Then one TransactWriteItems puts
-// the record straight as completed, under the claim's condition, together
-// with the writes. There is no in-progress state and no lease.
+// its business writes and its response. Then one call puts the record
+// straight as completed, under the claim's condition: a TransactWriteItems
+// with the writes, or a PutItem of the record alone when there are none.
+// There is no in-progress state and no lease.
 //
 // The work may therefore run more often than it commits: a duplicate racing
 // the first request runs it too, and its transaction loses. It must not call

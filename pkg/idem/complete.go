@@ -31,7 +31,8 @@ type queued struct {
 }
 
 // Tx collects the business writes of one operation, to be committed in one
-// TransactWriteItems with the completed record.
+// TransactWriteItems with the completed record (with no writes, the record
+// is put alone, with a PutItem).
 type Tx struct {
 	writes []queued
 }
