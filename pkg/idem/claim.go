@@ -125,7 +125,7 @@ func (s *Store) handBack(ctx context.Context, pk string, claim *types.Put) (hand
 		ExpressionAttributeValues:           leaseValues(tok, maps.Clone(claim.ExpressionAttributeValues)),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
-	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleFor+2*time.Second)
+	hctx, cancel := releaseContext(ctx)
 	defer cancel()
 	err = resolve(hctx, func() error {
 		return s.misfit(retryConflicts(hctx, func(int) error {
