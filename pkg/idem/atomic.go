@@ -74,8 +74,8 @@ func (s *Store) atomicCompletion(c *call, seen *record, writes []queued) complet
 // settleAtomic decides a DoAtomic commit whose outcome the client did not
 // see. A lapse cannot: the record is put straight as completed, never in
 // progress, so a lapse finds nothing to lapse, and the transaction still in
-// flight lands after it (issue 33's finding 5). The commit's put is a claim,
-// so it is handed back as a claim is: where it had not landed, the key is
+// flight lands after it. The commit's put is a claim, so it is handed
+// back as a claim is: where it had not landed, the key is
 // left bound to the request with a lapsed lease, which no send of the
 // commit can land on and the retry takes over at once; completed under its
 // own token, it landed.

@@ -95,13 +95,14 @@ func (s *Store) claim(ctx context.Context, c *call, seen *record) (*lease, *reco
 // handBack ends a claim whose outcome is unknown: every send's answer was
 // lost, and a send may still be in flight. A lapse cannot do it, since a
 // claim that has not landed yet lands after the lapse and leaves a live
-// lease that nobody holds (issue 33's finding 2). So it puts the claimed
-// record already lapsed (in progress, lease_until 0, the lapsed token),
-// under the claim's own condition or over the claim itself (in progress
-// under its token): either way, no send of the claim can land after it,
-// since the record it leaves fails the claim's condition, and the key is
-// bound to the request, whose retry takes it over at once. It reports
-// whether it handed the claim back, or else the record that stopped it.
+// lease that nobody holds. So it puts the claimed record already lapsed
+// (in progress, lease_until 0, the lapsed token), under the claim's own
+// condition or over the claim itself (in progress under its token): either
+// way, no send of the claim can land after it, since the record it leaves
+// fails the claim's condition, and the key is bound to the request, whose
+// retry takes it over at once. It reports whether it handed the claim
+// back, or else the record that stopped it. It is a release, bounded as
+// releaseContext says.
 //
 // DoAtomic's unknown commit is handed back the same way: its put is a
 // claim that writes the record completed (found completed under its own

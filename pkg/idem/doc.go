@@ -34,7 +34,13 @@
 // leaves its lease (Options.Lease) to run out.
 //
 // Every DynamoDB call may land and lose its answer; each reads its own
-// write as its own, so a lost answer is never a second effect. A work that
+// write as its own, so a lost answer is never a second effect. A release
+// (the lapse after a failure, or the hand-back of a claim or commit whose
+// answer was lost) that DynamoDB throttles or a transaction holds up is
+// sent again for at most 5 s, cut short once the request's context is
+// done but after its first second: one that runs out leaves its lease to
+// run out, and the call's error then says the outcome is unknown where the
+// release was to settle one. A work that
 // calls another system must make that call safe to repeat, since a
 // takeover runs the work again: send it DownstreamKey(namespace, scope,
 // key) as its idempotency key.

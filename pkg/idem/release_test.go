@@ -66,6 +66,9 @@ const slack = 2 * time.Second
 // release is left to run out: the same request is 409 while its lease
 // lives, takes the key over once it is over, and commits once.
 func TestReleasesUnderAThrottleStormAreBounded(t *testing.T) {
+	if idem.SettleFor != 5*time.Second {
+		t.Fatalf("SettleFor is %v; the package doc says 5 s", idem.SettleFor)
+	}
 	cases := []struct {
 		name    string
 		atomic  bool
