@@ -74,8 +74,11 @@ func (g guarded) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWr
 // (a hash key that is not the string AttrPK, or a sort key). Every call
 // would be refused alike, so it is a definite failure, never an outcome
 // to settle or a lease to hand back.
+//
+// It costs a nil comparison on a call that succeeded: refused's errors.As
+// target, which escapes, is reached only by a failed call.
 func (s *Store) misfit(err error) error {
-	if !refused(err) {
+	if err == nil || !refused(err) {
 		return err
 	}
 	return fmt.Errorf("%w: table %q refuses the record (its hash key must be the string %q, with no sort key): ValidationException: %w", ErrMisconfigured, s.table, AttrPK, err)
