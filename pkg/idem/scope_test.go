@@ -73,3 +73,16 @@ func TestScopeThatIsNotUTF8IsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyHashAndDownstreamKeyAreByteExact: what Do refuses, the digests
+// still tell apart byte for byte (they hash the bytes, never a string
+// attribute), so a log line or a provider's key of one Latin-1 name is
+// never another's.
+func TestKeyHashAndDownstreamKeyAreByteExact(t *testing.T) {
+	if idem.KeyHash(latin1Mueller, "k1") == idem.KeyHash(latin1Moeller, "k1") {
+		t.Fatal("two scopes that differ in a byte that is not UTF-8 have one KeyHash")
+	}
+	if idem.DownstreamKey("charge", latin1Mueller, "k1") == idem.DownstreamKey("charge", latin1Moeller, "k1") {
+		t.Fatal("two scopes that differ in a byte that is not UTF-8 have one DownstreamKey")
+	}
+}
