@@ -129,3 +129,32 @@ func TestReleasesOnATableOfAnotherKeySchemaAreMisconfigured(t *testing.T) {
 		}
 	}
 }
+
+// TestABusinessWriteDynamoDBRefusesIsAnInvalidWrite: on a table that fits
+// the record, a business write DynamoDB refuses as written (its key of the
+// wrong type, here) is ErrInvalidWrite on Do and DoAtomic, never a
+// misconfigured table nor an error the same request could retry past;
+// DoAtomic tells it from a table that does not fit by one read.
+func TestABusinessWriteDynamoDBRefusesIsAnInvalidWrite(t *testing.T) {
+	for _, path := range []string{"Do", "DoAtomic"} {
+		t.Run(path, func(t *testing.T) {
+			f := newFixture(t)
+			do := f.Store.Do
+			if path == "DoAtomic" {
+				do = f.Store.DoAtomic
+			}
+			_, err := do(context.Background(), req("alice", "k1", `{}`), func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+				tx.Add(types.TransactWriteItem{Put: &types.Put{TableName: aws.String(f.Business), Item: map[string]types.AttributeValue{
+					"scope": &types.AttributeValueMemberS{Value: "alice"}, "order_id": &types.AttributeValueMemberN{Value: "1"},
+				}}}, nil)
+				return idem.Response{StatusCode: 201}, nil
+			})
+			if !errors.Is(err, idem.ErrInvalidWrite) || errors.Is(err, idem.ErrMisconfigured) {
+				t.Fatalf("err %v (calls %v), want ErrInvalidWrite", err, f.DB.Calls())
+			}
+			if reads := f.DB.Get("GetItem"); reads != map[string]int{"Do": 0, "DoAtomic": 1}[path] {
+				t.Fatalf("calls %v: %d reads", f.DB.Calls(), reads)
+			}
+		})
+	}
+}
