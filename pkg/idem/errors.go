@@ -57,10 +57,10 @@ var (
 	// (AccessDeniedException, an unrecognised client), or its key schema
 	// does not fit the record (a ValidationException on a call on the
 	// record alone: a hash key that is not the string AttrPK, a sort key).
-	// A refused claim is a definite failure; a refused commit is settled
-	// like any unknown outcome first, and is ErrMisconfigured only where
-	// the settling lapse shows nothing landed, or is refused for the table
-	// too. It is also what CheckSingleRegion returns for a table with
+	// A refused claim, and a refusal for the key schema, is a definite
+	// failure; a commit refused otherwise is settled like any unknown
+	// outcome first, and is ErrMisconfigured only where the settling lapse
+	// shows nothing landed, or is refused for the table too. It is also what CheckSingleRegion returns for a table with
 	// replicas in other Regions.
 	ErrMisconfigured = errors.New("idem: the idempotency table cannot be used as configured")
 
