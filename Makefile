@@ -50,7 +50,7 @@ test: deps vet
 # machine (golang/go#75804, fixed in Go 1.27); a count has no deadline.
 FUZZTIME ?= 20000x
 fuzz:
-	@for f in internal/canonjson:FuzzCanonical internal/canonjson:FuzzCanonicalMatchesOld \
+	@for f in internal/canonjson:FuzzCanonical internal/canonjson:FuzzCanonicalMatchesOld internal/canonjson:FuzzOneFingerprintOneDecoding \
 	  internal/door:FuzzParseKey internal/door:FuzzHTTPAPI internal/door:FuzzFunctionURL internal/door:FuzzRESTAPI \
 	  internal/door:FuzzALB internal/door:FuzzWrap internal/door:FuzzFunction; do \
 	  echo "• fuzz $${f#*:} for $(FUZZTIME)"; \

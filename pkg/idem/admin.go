@@ -184,7 +184,7 @@ func (s *Store) Delete(ctx context.Context, rec *KeyRecord, reason string) error
 		s.opts.Logger.Warn("idem admin", append(logged, "answer_lost", true)...)
 		return nil
 	case err != nil:
-		return fmt.Errorf("idem: delete: %w", err)
+		return fmt.Errorf("idem: delete: %w", s.misfit(err))
 	}
 	s.opts.Logger.Warn("idem admin", logged...)
 	return nil

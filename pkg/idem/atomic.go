@@ -8,9 +8,10 @@ import (
 
 // DoAtomic is Do in one round trip, for work with no effect outside
 // DynamoDB (creating an order, say). The work runs first and only computes:
-// its business writes and its response. Then one TransactWriteItems puts
-// the record straight as completed, under the claim's condition, together
-// with the writes. There is no in-progress state and no lease.
+// its business writes and its response. Then one call puts the record
+// straight as completed, under the claim's condition: a TransactWriteItems
+// with the writes, or a PutItem of the record alone when there are none.
+// There is no in-progress state and no lease.
 //
 // The work may therefore run more often than it commits: a duplicate racing
 // the first request runs it too, and its transaction loses. It must not call
@@ -45,7 +46,7 @@ func (s *Store) DoAtomic(ctx context.Context, req Request, work Work) (Result, e
 			cp := s.atomicCompletion(c, seen, tx.writes)
 			o := s.commit(ctx, cp, resp)
 			if o.unknown {
-				o = s.settleAtomic(ctx, cp, o.err)
+				o = s.settleAtomic(ctx, cp, o)
 			}
 			if !o.lost {
 				return c.finish(o, cp.token, OutcomeFailed)
@@ -67,20 +68,21 @@ func (s *Store) atomicCompletion(c *call, seen *record, writes []queued) complet
 	now := s.opts.Clock()
 	put := s.claimPut(c, seen, statusCompleted, now, now)
 	s.complete(put.Item)
-	return completion{pk: c.pk, token: token(put.Item), put: put, writes: writes}
+	return completion{pk: c.pk, token: token(put.Item), put: put, writes: writes, first: true}
 }
 
 // settleAtomic decides a DoAtomic commit whose outcome the client did not
 // see. A lapse cannot: the record is put straight as completed, never in
 // progress, so a lapse finds nothing to lapse, and the transaction still in
-// flight lands after it (issue 33's finding 5). The commit's put is a claim,
-// so it is handed back as a claim is: where it had not landed, the key is
+// flight lands after it. The commit's put is a claim, so it is handed
+// back as a claim is: where it had not landed, the key is
 // left bound to the request with a lapsed lease, which no send of the
 // commit can land on and the retry takes over at once; completed under its
 // own token, it landed.
 //
 // model: idem.pml's AReq settle; its negative control ATOMIC_SETTLE_LAPSE.
-func (s *Store) settleAtomic(ctx context.Context, cp completion, cause error) outcome {
+func (s *Store) settleAtomic(ctx context.Context, cp completion, unknown outcome) outcome {
+	cause := unknown.err
 	handed, r, err := s.handBack(ctx, cp.pk, cp.put)
 	switch {
 	case err != nil && errors.Is(cause, ErrMisconfigured) && errors.Is(err, ErrMisconfigured):
@@ -90,7 +92,7 @@ func (s *Store) settleAtomic(ctx context.Context, cp completion, cause error) ou
 	case handed:
 		return outcome{err: fmt.Errorf("idem: commit failed, nothing written; the key is handed back to the request with a lapsed lease: %w", cause)}
 	case r != nil && r.Status == statusCompleted && r.LeaseToken == cp.token:
-		return outcome{res: Result{Response: r.response()}}
+		return outcome{res: Result{Response: withCookiesOf(r.response(), unknown.sent)}}
 	}
 	return outcome{lost: true, seen: r}
 }

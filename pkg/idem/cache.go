@@ -13,7 +13,7 @@ import (
 // completed responses. It is off unless both bounds are positive.
 type CacheOptions struct {
 	MaxEntries int // the most responses kept
-	MaxBytes   int // the most bytes of responses kept (bodies, headers, cookies)
+	MaxBytes   int // the most bytes of responses kept (bodies and headers)
 }
 
 // cached is one completed response, kept no longer than its record.
@@ -79,19 +79,18 @@ func (c *responseCache) get(pk string, now time.Time) (cached, bool) {
 	return v, ok // an entry is never changed: the caller clones what it hands on
 }
 
-// put keeps a completed response, of the record under token, evicting the
-// least recently used entries until the bytes fit; a response larger than
-// the whole cache is not kept, nor one of a record Delete removed.
+// put keeps a completed response, of the record under token, as the record
+// keeps it (without its cookies), evicting the least recently used entries
+// until the bytes fit; a response larger than the whole cache is not kept,
+// nor one of a record Delete removed.
 func (c *responseCache) put(pk, token, fp string, resp Response, expiresAt int64) {
 	if c == nil {
 		return
 	}
+	resp = withoutCookies(resp)
 	v := cached{fingerprint: fp, resp: resp, expiresAt: expiresAt, size: len(pk) + len(fp) + len(resp.Body)}
 	for k, h := range resp.Header {
 		v.size += len(k) + len(h)
-	}
-	for _, ck := range resp.Cookies {
-		v.size += len(ck)
 	}
 	if v.size > c.max {
 		return

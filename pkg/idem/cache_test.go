@@ -86,7 +86,9 @@ func TestCacheAnswersAreTheCallersOwn(t *testing.T) {
 	}
 	spoil := func(r *idem.Response) {
 		r.Header["X-A"] = "spoilt"
-		r.Cookies[0] = "spoilt"
+		if len(r.Cookies) > 0 { // the first answer's only
+			r.Cookies[0] = "spoilt"
+		}
 		r.Body[0] = 'X'
 	}
 	for _, do := range []func(context.Context, idem.Request, idem.Work) (idem.Result, error){f.Store.Do, f.Store.DoAtomic} {
@@ -98,7 +100,7 @@ func TestCacheAnswersAreTheCallersOwn(t *testing.T) {
 		spoil(&first.Response)
 		for i := range 2 {
 			res, err := do(ctx, req("alice", key, `{}`), work)
-			if err != nil || !res.Replayed || res.Response.Header["X-A"] != "1" || res.Response.Cookies[0] != "c=1" || string(res.Response.Body) != "first" {
+			if err != nil || !res.Replayed || res.Response.Header["X-A"] != "1" || res.Response.Cookies != nil || string(res.Response.Body) != "first" {
 				t.Fatalf("replay %d after the caller changed the answer before it = %+v %v, want the stored response", i, res, err)
 			}
 			spoil(&res.Response)

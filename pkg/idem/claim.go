@@ -56,10 +56,10 @@ func (s *Store) claim(ctx context.Context, c *call, seen *record) (*lease, *reco
 	now := s.opts.Clock()
 	put := s.claimPut(c, seen, statusInProgress, now, now.Add(d))
 	l := &lease{pk: c.pk, token: token(put.Item), until: now.Add(d).UnixMilli(), duration: d, item: put.Item}
-	err := retryConflicts(ctx, func(int) error {
+	err := s.misfit(retryConflicts(ctx, func(int) error {
 		_, err := s.db.PutItem(ctx, putInput(put))
 		return err
-	})
+	}))
 	if err == nil {
 		return l, nil, nil
 	}
@@ -74,7 +74,7 @@ func (s *Store) claim(ctx context.Context, c *call, seen *record) (*lease, *reco
 		return nil, got, nil
 	}
 	if errors.Is(err, ErrMisconfigured) {
-		return nil, nil, err // the table itself refused the claim; no work ran
+		return nil, nil, err // the table itself refused the claim: nothing landed, no work ran
 	}
 	// An earlier send may have landed (its answer lost, and a later one
 	// refused or conflicting), or may still land: hand the claim back at
@@ -95,13 +95,14 @@ func (s *Store) claim(ctx context.Context, c *call, seen *record) (*lease, *reco
 // handBack ends a claim whose outcome is unknown: every send's answer was
 // lost, and a send may still be in flight. A lapse cannot do it, since a
 // claim that has not landed yet lands after the lapse and leaves a live
-// lease that nobody holds (issue 33's finding 2). So it puts the claimed
-// record already lapsed (in progress, lease_until 0, the lapsed token),
-// under the claim's own condition or over the claim itself (in progress
-// under its token): either way, no send of the claim can land after it,
-// since the record it leaves fails the claim's condition, and the key is
-// bound to the request, whose retry takes it over at once. It reports
-// whether it handed the claim back, or else the record that stopped it.
+// lease that nobody holds. So it puts the claimed record already lapsed
+// (in progress, lease_until 0, the lapsed token), under the claim's own
+// condition or over the claim itself (in progress under its token): either
+// way, no send of the claim can land after it, since the record it leaves
+// fails the claim's condition, and the key is bound to the request, whose
+// retry takes it over at once. It reports whether it handed the claim
+// back, or else the record that stopped it. It is a release, bounded as
+// releaseContext says.
 //
 // DoAtomic's unknown commit is handed back the same way: its put is a
 // claim that writes the record completed (found completed under its own
@@ -125,13 +126,13 @@ func (s *Store) handBack(ctx context.Context, pk string, claim *types.Put) (hand
 		ExpressionAttributeValues:           leaseValues(tok, maps.Clone(claim.ExpressionAttributeValues)),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
-	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleFor+2*time.Second)
+	hctx, cancel := releaseContext(ctx)
 	defer cancel()
 	err = resolve(hctx, func() error {
-		return retryConflicts(hctx, func(int) error {
+		return s.misfit(retryConflicts(hctx, func(int) error {
 			_, err := s.db.PutItem(hctx, putInput(put))
 			return err
-		})
+		}))
 	})
 	if err == nil {
 		return true, nil, nil
@@ -224,7 +225,7 @@ func (s *Store) read(ctx context.Context, pk string) (*record, error) {
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("idem: read record: %w", err)
+		return nil, fmt.Errorf("idem: read record: %w", s.misfit(err))
 	}
 	return decodeRecord(out.Item)
 }

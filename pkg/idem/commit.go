@@ -10,14 +10,14 @@ import (
 )
 
 // Commit commits tx's writes alone, in one TransactWriteItems with no
-// idempotency record, after the same limit checks as Do's commit: the
-// keyless path of a handler that also runs under Do (idemlambda.Function's
-// PassThrough). A write whose condition fails with a ConflictFunc answers
-// with that function's response, nothing written (a 5xx response is an
-// error, as on Do's path); without one, the error is
-// ErrWriteConditionFailed. A transaction whose answer was lost is sent
-// again by the SDK with the same ClientRequestToken, which DynamoDB answers
-// as the first for ten minutes.
+// idempotency record (no call for a tx with none), after the same limit
+// checks as Do's commit: the keyless path of a handler that also runs
+// under Do (idemlambda.Function's PassThrough). A write whose condition
+// fails with a ConflictFunc answers with that function's response, nothing
+// written (a 5xx response is an error, as on Do's path); without one, the
+// error is ErrWriteConditionFailed. A transaction whose answer was lost is
+// sent again by the SDK with the same ClientRequestToken, which DynamoDB
+// answers as the first for ten minutes.
 func (s *Store) Commit(ctx context.Context, tx *Tx) (*Response, error) {
 	if len(tx.writes) == 0 {
 		return nil, nil

@@ -31,7 +31,8 @@ type queued struct {
 }
 
 // Tx collects the business writes of one operation, to be committed in one
-// TransactWriteItems with the completed record.
+// TransactWriteItems with the completed record (with no writes, the record
+// is put alone, with a PutItem).
 type Tx struct {
 	writes []queued
 }
@@ -74,18 +75,22 @@ type completion struct {
 	token  string     // the lease token the completed record carries
 	put    *types.Put // the completed record but its response, under its condition
 	writes []queued
+	// first is DoAtomic's: no call before it showed that the table takes
+	// the record, as Do's claim has.
+	first bool
 }
 
 // outcome is what a commit came to: committed (res, now or by an earlier
 // send of the same commit), lost (the record's condition failed on a record
 // that is not this one's: seen, nil if gone), or failed (err; unknown when
-// the writes may have landed).
+// the writes may have landed, sent then being the response it sent).
 type outcome struct {
 	res     Result
 	lost    bool
 	seen    *record
 	err     error
 	unknown bool
+	sent    Response
 }
 
 // completion is Do's: the record as claimed, completed, fenced on the lease.
@@ -136,25 +141,42 @@ func (s *Store) commit(ctx context.Context, c completion, resp Response) outcome
 		return outcome{res: Result{Response: resp}}
 	}
 	if ccf := conditionFailed(err); ccf != nil {
-		return s.recordFailed(ctx, c, ccf.Item)
+		return s.recordFailed(ctx, c, resp, ccf.Item)
 	}
 	switch cancelled := canceled(err); {
 	case conflicted(err):
 		// Nothing was written by the last send, but an earlier one may
 		// have been (a put has no ClientRequestToken): settle it. Answered
 		// as in progress, never as an internal error.
-		return outcome{err: inFlight(err), unknown: true}
+		return outcome{err: inFlight(err), unknown: true, sent: resp}
 	case cancelled != nil:
-		return s.cancelled(ctx, c, cancelled.CancellationReasons, err)
+		return s.cancelled(ctx, c, resp, cancelled.CancellationReasons, err)
 	case refused(err):
-		return outcome{err: fmt.Errorf("%w: DynamoDB refused the writes: %w", ErrInvalidWrite, err)}
+		return outcome{err: s.refusedWrites(ctx, c, err)}
 	case errors.Is(err, ErrMisconfigured):
 		// Refused for a table (the record's or a business write's): an
 		// earlier send may still have landed, so it is settled like any
 		// unknown outcome, and definite only where the lapse proves it.
-		return outcome{err: err, unknown: true}
+		return outcome{err: err, unknown: true, sent: resp}
 	}
-	return outcome{err: fmt.Errorf("idem: commit: %w", err), unknown: true}
+	return outcome{err: fmt.Errorf("idem: commit: %w", err), unknown: true, sent: resp}
+}
+
+// refusedWrites names a commit DynamoDB refused as written (a
+// ValidationException, or a cancellation for a ValidationError), which
+// wrote nothing: ErrInvalidWrite (the writes: two actions on one item,
+// say), or ErrMisconfigured where the commit was the first call on the
+// table (DoAtomic's) and a read of the record alone is refused too: the
+// table's key schema does not fit the record. The read costs a call on
+// this failure alone.
+func (s *Store) refusedWrites(ctx context.Context, c completion, err error) error {
+	if !c.first {
+		return fmt.Errorf("%w: DynamoDB refused the writes: %w", ErrInvalidWrite, err)
+	}
+	if _, rerr := s.read(context.WithoutCancel(ctx), c.pk); errors.Is(rerr, ErrMisconfigured) {
+		return fmt.Errorf("%w (the commit: %v)", rerr, err)
+	}
+	return fmt.Errorf("%w: DynamoDB refused the writes: %w", ErrInvalidWrite, err)
 }
 
 // send makes one attempt. The ClientRequestToken is the same for every SDK
@@ -199,12 +221,17 @@ func failedWrite(reasons []types.CancellationReason, first, n int) int {
 
 // cancelled reads a cancelled transaction, which committed nothing. Its
 // reasons are in the order of its items: the record first.
-func (s *Store) cancelled(ctx context.Context, c completion, reasons []types.CancellationReason, err error) outcome {
+func (s *Store) cancelled(ctx context.Context, c completion, sent Response, reasons []types.CancellationReason, err error) outcome {
 	if reasonCode(reasons, 0) == "ConditionalCheckFailed" {
-		return s.recordFailed(ctx, c, reasons[0].Item)
+		return s.recordFailed(ctx, c, sent, reasons[0].Item)
 	}
 	if i := failedWrite(reasons, 1, len(c.writes)); i >= 0 {
 		return s.businessConflict(ctx, c, i, reasons[i+1].Item)
+	}
+	for i := range reasons {
+		if reasonCode(reasons, i) == "ValidationError" {
+			return outcome{err: s.refusedWrites(ctx, c, err)} // refused as written: the same again
+		}
 	}
 	return outcome{err: fmt.Errorf("idem: commit cancelled: %w", err)}
 }
@@ -212,16 +239,18 @@ func (s *Store) cancelled(ctx context.Context, c completion, reasons []types.Can
 // recordFailed reads a failed record condition. Completed under this
 // completion's own token: an earlier send of this same commit landed and
 // only its answer was lost (the SDK resent a put, which has no
-// ClientRequestToken). Anything else: lost to another request.
+// ClientRequestToken); the answer is the stored response, with the cookies
+// of sent, the response the commit sent. Anything else: lost to another
+// request.
 //
 // model: pkg/idem/model/idem.pml's settle mirrors it; change both together.
-func (s *Store) recordFailed(ctx context.Context, c completion, item map[string]types.AttributeValue) outcome {
+func (s *Store) recordFailed(ctx context.Context, c completion, sent Response, item map[string]types.AttributeValue) outcome {
 	r, err := s.seen(context.WithoutCancel(ctx), c.pk, item)
 	switch {
 	case err != nil:
-		return outcome{err: fmt.Errorf("idem: commit outcome unknown: %w", err), unknown: true}
+		return outcome{err: fmt.Errorf("idem: commit outcome unknown: %w", err), unknown: true, sent: sent}
 	case r != nil && r.Status == statusCompleted && r.LeaseToken == c.token:
-		return outcome{res: Result{Response: r.response()}}
+		return outcome{res: Result{Response: withCookiesOf(r.response(), sent)}}
 	}
 	return outcome{lost: true, seen: r}
 }

@@ -21,8 +21,9 @@
 // # Contract
 //
 // For one (scope, key) while its record lives (Options.TTL), the work's
-// business writes commit at most once, in one TransactWriteItems with the
-// completed record, and every call that returns a Result returns that
+// business writes commit at most once, with the completed record in one
+// call (a TransactWriteItems; a PutItem of the record alone for a work
+// with no writes), and every call that returns a Result returns that
 // commit's response. A call with another fingerprint gets
 // ErrFingerprintMismatch; a call while another holds a live lease gets an
 // *InProgressError (or, with Options.Wait, the result once it is there).
@@ -33,14 +34,20 @@
 // leaves its lease (Options.Lease) to run out.
 //
 // Every DynamoDB call may land and lose its answer; each reads its own
-// write as its own, so a lost answer is never a second effect. A work that
+// write as its own, so a lost answer is never a second effect. A release
+// (the lapse after a failure, or the hand-back of a claim or commit whose
+// answer was lost) that DynamoDB throttles or a transaction holds up is
+// sent again for at most 5 s, cut short once the request's context is
+// done but after its first second: one that runs out leaves its lease to
+// run out, and the call's error then says the outcome is unknown where the
+// release was to settle one. A work that
 // calls another system must make that call safe to repeat, since a
 // takeover runs the work again: send it DownstreamKey(namespace, scope,
 // key) as its idempotency key.
 //
 // Store.DoAtomic is the one-call path for a work whose only effects are
 // its writes to the Tx: it runs the work first and puts the record
-// straight as completed in the same transaction. The work may run more
+// straight as completed in that same call. The work may run more
 // often than it commits, so it must not call out. Both paths share the
 // record, so they may be mixed on one key.
 //
@@ -52,8 +59,9 @@
 //
 // # Cost
 //
-// A first request costs two DynamoDB calls with Do (the claim and the
-// commit) and one with DoAtomic. A replay, a 409 and a 422 cost one on
+// A first request costs two DynamoDB calls with Do (the claim's PutItem,
+// then the commit) and one with DoAtomic (the commit); the commit is a
+// TransactWriteItems, or a PutItem where the work wrote nothing. A replay, a 409 and a 422 cost one on
 // either path, and none from Options.Cache. Only Options.Wait and a call
 // whose answer was lost read the record. A fingerprint allocates only its
 // result; BENCHMARKS.md has the figures.

@@ -28,8 +28,9 @@ var (
 	// ErrInvalidKey is returned for a key that is empty, over MaxKeyLength
 	// or not printable ASCII.
 	ErrInvalidKey = errors.New("idem: invalid idempotency key")
-	// ErrInvalidScope is returned for a scope that is empty or over
-	// MaxScopeLength.
+	// ErrInvalidScope is returned for a scope that is empty, over
+	// MaxScopeLength or not valid UTF-8 (DynamoDB would store each byte
+	// that is not as U+FFFD, so two such scopes would share records).
 	ErrInvalidScope = errors.New("idem: invalid scope")
 	// ErrInvalidBody is returned for a request with no fingerprint, and by
 	// Fingerprint for a JSON body it cannot put in canonical form.
@@ -52,13 +53,15 @@ var (
 	// are built, for options that are missing or out of range.
 	ErrInvalidOptions = errors.New("idem: invalid options")
 	// ErrMisconfigured is returned when DynamoDB refuses a table itself: it
-	// does not exist (ResourceNotFoundException) or the role may not use it
-	// (AccessDeniedException, an unrecognised client). A refused claim is a
-	// definite failure; a refused commit is settled like any unknown
+	// does not exist (ResourceNotFoundException), the role may not use it
+	// (AccessDeniedException, an unrecognised client), or its key schema
+	// does not fit the record (a ValidationException on a call on the
+	// record alone: a hash key that is not the string AttrPK, a sort key).
+	// A refused claim, and a refusal for the key schema, is a definite
+	// failure; a commit refused otherwise is settled like any unknown
 	// outcome first, and is ErrMisconfigured only where the settling lapse
-	// shows nothing landed, or is refused for the table too. It is also
-	// what CheckSingleRegion returns for a table with replicas in other
-	// Regions.
+	// shows nothing landed, or is refused for the table too. It is also what CheckSingleRegion returns for a table with
+	// replicas in other Regions.
 	ErrMisconfigured = errors.New("idem: the idempotency table cannot be used as configured")
 
 	// ErrNoRecord is returned by the operator's calls when the table holds

@@ -16,8 +16,10 @@ import (
 // members do not matter; other bodies are hashed as bytes. Which of the two a
 // body was is hashed too, so a JSON body and the same bytes sent as text are
 // not the same request. A JSON body that a strict parser would refuse or a
-// lax one read differently (invalid UTF-8, a duplicate object key, trailing
-// data, nesting deeper than 32) is refused with ErrInvalidBody. It
+// lax one read differently (invalid UTF-8, a duplicate object key, two
+// keys equal under the case folding by which encoding/json matches names
+// to fields, trailing data, nesting deeper than 32) is refused with
+// ErrInvalidBody, so two bodies with one fingerprint decode alike. It
 // allocates only its result.
 func Fingerprint(method, route string, body []byte, isJSON bool) (string, error) {
 	h := sha256.New()

@@ -1,6 +1,7 @@
 package idem_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/idemkeys/idem/pkg/idem"
@@ -42,4 +43,22 @@ func TestFingerprintAllocations(t *testing.T) {
 		t.Fatalf("Fingerprint of a %d-byte body: %.0f allocations, want at most 20", len(body), allocs)
 	}
 	t.Logf("Fingerprint of a %d-byte body: %.0f allocations", len(body), allocs)
+}
+
+// TestFingerprintRefusesNamesTheDecoderFolds: encoding/json matches names
+// to struct fields without regard to case and keeps the last value, so
+// {"amount":5000,…,"AMOUNT":60} in two orders would decode to 60 and to
+// 5000 under one fingerprint. Such a body has none: ErrInvalidBody (the
+// doors' 400 invalid_json).
+func TestFingerprintRefusesNamesTheDecoderFolds(t *testing.T) {
+	for _, body := range []string{
+		`{"amount":5000,"currency":"eur","AMOUNT":60}`,
+		`{"AMOUNT":60,"currency":"eur","amount":5000}`,
+		`{"order":{"Id":"o1","iD":"o2"}}`,
+		`{"k":1,"\u212a":2}`,
+	} {
+		if fp, err := idem.Fingerprint("POST", "/orders", []byte(body), true); !errors.Is(err, idem.ErrInvalidBody) {
+			t.Errorf("Fingerprint(%s) = %q, %v; want ErrInvalidBody", body, fp, err)
+		}
+	}
 }

@@ -128,7 +128,8 @@ func New(db DynamoDBAPI, table string, optFns ...func(*Options)) (*Store, error)
 // Request identifies one logical operation.
 type Request struct {
 	// Scope is whose key it is: the authenticated caller, never a value the
-	// client chose. Keys in different scopes never meet.
+	// client chose. Keys in different scopes never meet. It must be valid
+	// UTF-8, at most MaxScopeLength bytes (else ErrInvalidScope).
 	Scope string
 	// Key is the client's idempotency key (see ValidateKey).
 	Key string
@@ -137,12 +138,18 @@ type Request struct {
 	Fingerprint string
 }
 
-// Response is what an operation answered, stored and replayed byte for byte.
+// Response is what an operation answered, stored and replayed byte for
+// byte but for its cookies, which only the first answer carries.
 type Response struct {
 	StatusCode int
-	Header     map[string]string
+	// Header is the headers to send. A Set-Cookie header (in any case) is,
+	// like Cookies, sent with the first answer only.
+	Header map[string]string
 	// Cookies are Set-Cookie values, in order (API Gateway's payload 2.0
-	// carries them apart from the headers).
+	// carries them apart from the headers), sent with the first answer
+	// only: the record and the cache never keep them, and no replay sends
+	// them, since a session cookie sent again for the record's life would
+	// outlive the session's rotation or revocation.
 	Cookies []string
 	Body    []byte
 }
@@ -167,7 +174,9 @@ type Work func(ctx context.Context, tx *Tx) (Response, error)
 // different fingerprint fails with ErrFingerprintMismatch. If work fails, its
 // error is returned and the lease lapsed: the key stays bound to req, whose
 // retry takes it over at once. If the lease was taken over while work ran,
-// nothing is committed and Do fails with ErrLeaseLost.
+// nothing is committed and Do fails with ErrLeaseLost. It sends the claim,
+// a PutItem, then the commit: one TransactWriteItems with the writes, or a
+// PutItem of the record alone when work wrote none.
 func (s *Store) Do(ctx context.Context, req Request, work Work) (Result, error) {
 	c, err := s.newCall(ctx, req, "claim")
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 )
 
 // MaxKeyLength is the longest idempotency key accepted, in bytes. The IETF
@@ -35,12 +36,20 @@ func ValidateKey(key string) error {
 	return nil
 }
 
+// validateScope refuses a scope that cannot name a record of its own: empty,
+// over MaxScopeLength, or not valid UTF-8. The SDK writes each byte of a
+// string attribute that is not UTF-8 as U+FFFD, so two such scopes that
+// differ only there ("m\xfcller", "m\xf6ller", Latin-1 names) would share
+// one record, and each get the other's stored response.
 func validateScope(scope string) error {
 	if scope == "" {
 		return fmt.Errorf("%w: empty", ErrInvalidScope)
 	}
 	if len(scope) > MaxScopeLength {
 		return &LimitError{What: "scope (bytes)", Size: len(scope), Limit: MaxScopeLength, Err: ErrInvalidScope}
+	}
+	if !utf8.ValidString(scope) {
+		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidScope)
 	}
 	return nil
 }

@@ -57,7 +57,7 @@ func (s *Store) run(ctx context.Context, c *call, l *lease, work Work) (res Resu
 	o := s.commit(ctx, s.completion(l, tx.writes), resp)
 	switch {
 	case o.unknown:
-		o = s.settle(ctx, l.pk, l.token, o.err)
+		o = s.settle(ctx, l.pk, l.token, o)
 	case o.err != nil:
 		s.lapse(ctx, l.pk, l.token)
 	}
@@ -95,12 +95,19 @@ func (s *Store) workContext(ctx context.Context, l *lease) (context.Context, con
 //
 // It reports whether it lapsed the lease, or else the record it found (nil:
 // none). Sent twice, the second send fails its condition on the record the
-// first one lapsed, which it reads as lapsed. It runs even when ctx is done,
-// since that is when a failure is likeliest.
+// first one lapsed, which it reads as lapsed. It is a release: it runs even
+// when ctx is done, since that is when a failure is likeliest, within the
+// bound of releaseContext.
 func (s *Store) lapse(ctx context.Context, pk, token string) (lapsed bool, found *record, err error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	rctx, cancel := releaseContext(ctx)
 	defer cancel()
-	err = retryConflicts(ctx, func(int) error {
+	return s.lapseOnce(rctx, pk, token)
+}
+
+// lapseOnce sends the lapse once (again only past a transaction in flight,
+// retryConflicts' few times), in ctx, a release's context.
+func (s *Store) lapseOnce(ctx context.Context, pk, token string) (lapsed bool, found *record, err error) {
+	err = s.misfit(retryConflicts(ctx, func(int) error {
 		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                &s.table,
 			Key:                      map[string]types.AttributeValue{AttrPK: &types.AttributeValueMemberS{Value: pk}},
@@ -113,7 +120,7 @@ func (s *Store) lapse(ctx context.Context, pk, token string) (lapsed bool, found
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		})
 		return err
-	})
+	}))
 	if err == nil {
 		return true, nil, nil
 	}
@@ -137,11 +144,14 @@ func lapsedToken(token string) string { return token + ".lapsed" }
 // landed, and cannot land after (the lapse replaced the token). Completed
 // under this lease token: the commit landed and only its answer was lost.
 // Anyone else's record: this lease lost the key.
-func (s *Store) settle(ctx context.Context, pk, token string, cause error) outcome {
+func (s *Store) settle(ctx context.Context, pk, token string, unknown outcome) outcome {
+	cause := unknown.err
 	var lapsed bool
 	var r *record
-	err := resolve(ctx, func() (err error) {
-		lapsed, r, err = s.lapse(ctx, pk, token)
+	rctx, cancel := releaseContext(ctx)
+	defer cancel()
+	err := resolve(rctx, func() (err error) {
+		lapsed, r, err = s.lapseOnce(rctx, pk, token)
 		return err
 	})
 	switch {
@@ -156,7 +166,7 @@ func (s *Store) settle(ctx context.Context, pk, token string, cause error) outco
 	case lapsed:
 		return outcome{err: fmt.Errorf("idem: commit failed, lease lapsed: %w", cause)}
 	case r != nil && r.Status == statusCompleted && r.LeaseToken == token:
-		return outcome{res: Result{Response: r.response()}}
+		return outcome{res: Result{Response: withCookiesOf(r.response(), unknown.sent)}}
 	case r != nil && r.LeaseToken != token:
 		return outcome{lost: true, seen: r}
 	}
@@ -168,30 +178,4 @@ func leaseValues(token string, more map[string]types.AttributeValue) map[string]
 	v := [2]types.AttributeValueMemberS{{Value: statusInProgress}, {Value: token}}
 	more[":in_progress"], more[":mine"] = &v[0], &v[1]
 	return more
-}
-
-// settleFor bounds how long a settling call (settle's lapse, a claim's
-// hand-back) is sent again while it fails with no answer about the record:
-// a transaction in flight on the record (TransactionConflict, past
-// retryConflicts' bound), throttling, a timeout. Until it lands, a commit
-// or claim still in flight may land, so an answer given before would not
-// say what happened. A Lambda stopped at its deadline meanwhile is a crash
-// with the commit in flight (model: idem.pml's "crash, commit in flight").
-const settleFor = 10 * time.Second
-
-// resolve sends a settling call until it has an answer about the record
-// (nil, or a failed condition, which the call reads itself), or is refused
-// for good (the table, ValidationException), or settleFor is over.
-//
-// model: idem.pml's settle and hand-back branch "never lands" is this
-// bound running out; issue 33's finding 1.
-func resolve(ctx context.Context, send func() error) error {
-	until := time.Now().Add(settleFor)
-	for attempt := 0; ; attempt++ {
-		err := send()
-		if err == nil || conditionFailed(err) != nil || errors.Is(err, ErrMisconfigured) || refused(err) || !time.Now().Before(until) {
-			return err
-		}
-		sleep(context.WithoutCancel(ctx), min(backoff(min(attempt, 5)), time.Until(until)))
-	}
 }

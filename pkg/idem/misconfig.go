@@ -66,3 +66,20 @@ func (g guarded) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWr
 	out, err := g.api.TransactWriteItems(ctx, in, o...)
 	return out, g.check(err, true)
 }
+
+// misfit names a ValidationException on a call on the record alone (the
+// claim, a read, a lapse, a hand-back, a delete) as ErrMisconfigured: the
+// record's item, its key and its expressions are this package's own and
+// within every limit, so what DynamoDB refuses is the table's key schema
+// (a hash key that is not the string AttrPK, or a sort key). Every call
+// would be refused alike, so it is a definite failure, never an outcome
+// to settle or a lease to hand back.
+//
+// It costs a nil comparison on a call that succeeded: refused's errors.As
+// target, which escapes, is reached only by a failed call.
+func (s *Store) misfit(err error) error {
+	if err == nil || !refused(err) {
+		return err
+	}
+	return fmt.Errorf("%w: table %q refuses the record (its hash key must be the string %q, with no sort key): ValidationException: %w", ErrMisconfigured, s.table, AttrPK, err)
+}

@@ -2,7 +2,9 @@ package idem
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -50,11 +52,49 @@ type record struct {
 	CompletedAt int64           `dynamodbav:"completed_at,omitempty"`
 }
 
+// storedResponse is a Response as the record keeps it: never its cookies
+// (Response.Cookies, a Set-Cookie header), which only the first answer
+// carries. A session cookie kept for the record's life and sent again with
+// every replay would outlive the session's rotation or revocation.
 type storedResponse struct {
 	StatusCode int               `dynamodbav:"status"`
 	Header     map[string]string `dynamodbav:"headers,omitempty"`
-	Cookies    []string          `dynamodbav:"cookies,omitempty"`
 	Body       []byte            `dynamodbav:"body,omitempty"`
+}
+
+// isSetCookie reports whether a header name is Set-Cookie, in any case.
+func isSetCookie(name string) bool { return len(name) == 10 && strings.EqualFold(name, "Set-Cookie") }
+
+// withoutCookies is resp as the record, the cache and every replay have
+// it: its header map is resp's own unless resp has a Set-Cookie header,
+// which a copy then leaves out.
+func withoutCookies(resp Response) Response {
+	resp.Cookies = nil
+	for name := range resp.Header {
+		if isSetCookie(name) {
+			resp.Header = maps.Clone(resp.Header)
+			maps.DeleteFunc(resp.Header, func(name, _ string) bool { return isSetCookie(name) })
+			break
+		}
+	}
+	return resp
+}
+
+// withCookiesOf is stored, a response read back from the record, with the
+// cookies of sent, the response whose commit put it there: the first
+// answer's, which the record does not keep.
+func withCookiesOf(stored, sent Response) Response {
+	stored.Cookies = sent.Cookies
+	for name, value := range sent.Header {
+		if isSetCookie(name) {
+			stored.Header = maps.Clone(stored.Header)
+			if stored.Header == nil {
+				stored.Header = map[string]string{}
+			}
+			stored.Header[name] = value
+		}
+	}
+	return stored
 }
 
 func (r *record) expired(now time.Time) bool { return r.ExpiresAt < now.Unix() }
@@ -65,7 +105,7 @@ func (r *record) response() Response {
 	if r.Response == nil {
 		return Response{}
 	}
-	return Response(*r.Response)
+	return Response{StatusCode: r.Response.StatusCode, Header: r.Response.Header, Body: r.Response.Body}
 }
 
 // decodeRecord reads an item that DynamoDB returned. A nil or empty item is
@@ -77,6 +117,11 @@ func decodeRecord(item map[string]types.AttributeValue) (*record, error) {
 	var r record
 	if err := attributevalue.UnmarshalMap(item, &r); err != nil {
 		return nil, fmt.Errorf("idem: decode record: %w", err)
+	}
+	if r.Response != nil {
+		// A record an earlier version stored may hold a Set-Cookie header
+		// (its cookies attribute is not decoded at all): never replayed.
+		r.Response.Header = withoutCookies(Response{Header: r.Response.Header}).Header
 	}
 	return &r, nil
 }
@@ -105,41 +150,37 @@ func (r *record) item() map[string]types.AttributeValue {
 		m[attrCompletedAt] = &v.n[4]
 	}
 	if r.Response != nil {
-		m[attrResponse] = encodeResponse(Response(*r.Response))
+		m[attrResponse] = encodeResponse(r.response())
 	}
 	return m
 }
 
-// encodeResponse is storedResponse as attributevalue would encode it, its
-// fixed values allocated together.
+// encodeResponse is resp as storedResponse, as attributevalue would encode
+// it, its fixed values allocated together: without its cookies, neither
+// Response.Cookies nor a Set-Cookie header.
 func encodeResponse(resp Response) types.AttributeValue {
 	v := new(struct {
 		outer, headers types.AttributeValueMemberM
 		status         types.AttributeValueMemberN
-		cookies        types.AttributeValueMemberL
 		body           types.AttributeValueMemberB
 	})
-	m := make(map[string]types.AttributeValue, 4)
+	m := make(map[string]types.AttributeValue, 3)
 	v.status.Value = strconv.Itoa(resp.StatusCode)
 	m["status"] = &v.status
 	if len(resp.Header) > 0 {
 		h := make(map[string]types.AttributeValue, len(resp.Header))
 		values := make([]types.AttributeValueMemberS, 0, len(resp.Header))
 		for k, s := range resp.Header {
+			if isSetCookie(k) {
+				continue
+			}
 			values = append(values, types.AttributeValueMemberS{Value: s})
 			h[k] = &values[len(values)-1]
 		}
-		v.headers.Value = h
-		m["headers"] = &v.headers
-	}
-	if len(resp.Cookies) > 0 {
-		values := make([]types.AttributeValueMemberS, len(resp.Cookies))
-		v.cookies.Value = make([]types.AttributeValue, len(resp.Cookies))
-		for i, c := range resp.Cookies {
-			values[i].Value = c
-			v.cookies.Value[i] = &values[i]
+		if len(h) > 0 {
+			v.headers.Value = h
+			m["headers"] = &v.headers
 		}
-		m["cookies"] = &v.cookies
 	}
 	if len(resp.Body) > 0 {
 		v.body.Value = resp.Body

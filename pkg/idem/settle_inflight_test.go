@@ -17,8 +17,8 @@ import (
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
-// Issue 33: the calls that settle an unknown outcome, and the sends that
-// land after them. Each case is a path of pkg/idem/model/idem.pml.
+// The calls that settle an unknown outcome, and the sends that land
+// after them. Each case is a path of pkg/idem/model/idem.pml.
 
 // inFlightTx is the engine with one transaction in flight: its first
 // TransactWriteItems reaches the engine only after delay, its client told
@@ -58,7 +58,7 @@ func (e *inFlightTx) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInpu
 	}
 }
 
-// Finding 1: the settling lapse meets the commit still in flight, which
+// The settling lapse meets the commit still in flight, which
 // lands after the lapse's bounded conflict retries. Do used to answer
 // "commit outcome unknown" and the commit landed after; now settle keeps
 // lapsing until the transaction has resolved, and answers what happened:
@@ -83,7 +83,7 @@ func TestSettleWaitsOutTheCommitInFlight(t *testing.T) {
 	}
 }
 
-// Finding 2: every send of a claim is in flight and lands after the claim
+// Every send of a claim is in flight and lands after the claim
 // was handed back. The hand-back used to be a lapse, which found no record
 // and changed nothing: the late claim then left a live lease nobody held,
 // and the request's own retry was answered 409 for the whole lease. Now the
@@ -109,7 +109,7 @@ func TestLateClaimAfterItsHandBackNeverLands(t *testing.T) {
 	}
 }
 
-// Finding 5: DoAtomic's transaction is in flight and lands after its
+// DoAtomic's transaction is in flight and lands after its
 // settling. The settling was a lapse, which can never lapse a record put
 // straight as completed: it found no record, answered "outcome unknown, the
 // record is gone", and the transaction landed after. Now DoAtomic hands the
@@ -138,7 +138,7 @@ func TestAtomicLateCommitAfterItsSettlingNeverLands(t *testing.T) {
 	}
 }
 
-// Finding 4: the model assumes a record outlives any holder of it. A lease
+// The model assumes a record outlives any holder of it. A lease
 // longer than half the TTL leaves a holder that overruns it less than half
 // the TTL before the record expires under it and the key starts a new life.
 func TestLeaseAtMostHalfTheTTL(t *testing.T) {

@@ -3,7 +3,11 @@
 // their text (1.0 and 1 stay different: the canonical form never guesses at
 // a type). It refuses what a strict parser should refuse and a lax one
 // would accept differently: invalid UTF-8, duplicate object keys, trailing
-// data, and nesting deeper than MaxDepth.
+// data, and nesting deeper than MaxDepth. Keys equal under the case folding
+// encoding/json applies as it matches names to struct fields ("amount" and
+// "AMOUNT"; "k" and the Kelvin sign U+212A) are duplicates too: the decoder
+// would give both to one field, and which one counts would depend on their
+// order, which the canonical form does not keep.
 //
 // Strings come out as encoding/json writes them (with <, >, &, U+2028 and
 // U+2029 escaped, and an unpaired surrogate escape read as U+FFFD), so that
@@ -19,6 +23,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -93,6 +98,7 @@ type canonicaliser struct {
 	members []member // the members of the objects being read, innermost last
 	scratch []byte   // an object's values while they are reordered
 	text    []byte   // a string value being decoded
+	folded  []member // an object's members in case-folded order
 }
 
 // member is one object member: its decoded key in keys, its canonical value
@@ -233,6 +239,9 @@ func (c *canonicaliser) reorder(members []member, start int) error {
 			return fmt.Errorf("duplicate object key %q", k)
 		}
 	}
+	if err := c.foldedDuplicate(members); err != nil {
+		return err
+	}
 	c.scratch = append(c.scratch[:0], c.out[start:]...)
 	c.out = append(c.out[:start], '{')
 	for i, m := range members {
@@ -245,6 +254,74 @@ func (c *canonicaliser) reorder(members []member, start int) error {
 	}
 	c.out = append(c.out, '}')
 	return nil
+}
+
+// foldedDuplicate refuses two keys of one object that differ but are equal
+// under encoding/json's case folding: sorted in folded order, such keys
+// are neighbours.
+func (c *canonicaliser) foldedDuplicate(members []member) error {
+	keys := c.keys
+	if len(members) < 2 || !mayFold(keys, members) {
+		return nil
+	}
+	key := func(m member) []byte { return keys[m.keyStart:m.keyEnd] }
+	c.folded = append(c.folded[:0], members...)
+	slices.SortFunc(c.folded, func(a, b member) int { return compareFolded(key(a), key(b)) })
+	for i := 1; i < len(c.folded); i++ {
+		if a, b := key(c.folded[i-1]), key(c.folded[i]); compareFolded(a, b) == 0 {
+			return fmt.Errorf("duplicate object key: %q and %q are one name to encoding/json, which matches names without regard to case", a, b)
+		}
+	}
+	return nil
+}
+
+// mayFold reports whether two of the members' keys may be one name under
+// case folding: not when no key holds an upper-case ASCII letter or a byte
+// past ASCII, since folding then changes only lower-case letters, each to
+// a letter no key holds. Lower-case and snake_case keys skip the sort.
+func mayFold(keys []byte, members []member) bool {
+	for _, m := range members {
+		for _, b := range keys[m.keyStart:m.keyEnd] {
+			if 'A' <= b && b <= 'Z' || b >= utf8.RuneSelf {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// compareFolded orders two keys by their runes folded as encoding/json's
+// foldName folds them (a rune to the least of its simple case folding orbit;
+// in ASCII, a lower-case letter to its upper case): 0 for two names its
+// decoder takes for one. Keys are valid UTF-8.
+func compareFolded(a, b []byte) int {
+	for len(a) > 0 && len(b) > 0 {
+		ra, na := foldedRune(a)
+		rb, nb := foldedRune(b)
+		if ra != rb {
+			return int(ra) - int(rb)
+		}
+		a, b = a[na:], b[nb:]
+	}
+	return len(a) - len(b)
+}
+
+// foldedRune is the first rune of s, folded, and its length in s.
+func foldedRune(s []byte) (rune, int) {
+	if c := s[0]; c < utf8.RuneSelf {
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		return rune(c), 1
+	}
+	r, n := utf8.DecodeRune(s)
+	for {
+		next := unicode.SimpleFold(r)
+		if next <= r {
+			return next, n
+		}
+		r = next
+	}
 }
 
 // stringValue copies a string that needs no change as it is, and decodes

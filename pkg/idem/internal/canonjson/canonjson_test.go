@@ -38,6 +38,8 @@ func TestCanonicalRefusesAmbiguousInput(t *testing.T) {
 	cases := map[string]string{
 		"duplicate key":        `{"a":1,"a":2}`,
 		"nested duplicate key": `{"x":{"a":1,"b":2,"a":3}}`,
+		"case-folded key":      `{"amount":5000,"currency":"eur","AMOUNT":60}`,
+		"Kelvin sign key":      `{"k":1,"\u212a":2}`,
 		"trailing data":        `{"a":1} {"b":2}`,
 		"invalid UTF-8":        "{\"a\":\"\xff\"}",
 		"too deep":             strings.Repeat("[", canonjson.MaxDepth+1) + strings.Repeat("]", canonjson.MaxDepth+1),
@@ -57,9 +59,10 @@ func TestCanonicalRefusesAmbiguousInput(t *testing.T) {
 }
 
 // TestCanonicalMatchesOld holds the canonicaliser to the one it
-// replaced (oldCanonicalJSON, encoding/json's decoder and encoder) on the
-// fuzz seeds: the same canonical form, and a refusal exactly where it
-// refused. FuzzCanonicalMatchesOld searches further.
+// replaced (oldCanonicalJSON, encoding/json's decoder and encoder, with
+// the refusal of case-folded duplicate names added since) on the fuzz
+// seeds: the same canonical form, and a refusal exactly where it refused.
+// FuzzCanonicalMatchesOld searches further.
 func TestCanonicalMatchesOld(t *testing.T) {
 	for _, in := range canonicalSeeds {
 		sameAsOld(t, []byte(in))
@@ -129,6 +132,8 @@ var canonicalSeeds = []string{
 	strings.Repeat(`{"a":`, canonjson.MaxDepth) + `1` + strings.Repeat("}", canonjson.MaxDepth),
 	strings.Repeat(`{"a":`, canonjson.MaxDepth+1) + `1` + strings.Repeat("}", canonjson.MaxDepth+1),
 	manyMembers(40), `{"0":{"`, `{"a":{"b":"\x"}}`, `[{"a":1},{"a":2,"a":3}]`,
+	`{"amount":5000,"currency":"eur","AMOUNT":60}`, `{"k":1,"\u212a":2}`, `{"s":1,"ſ":2}`, `{"É":1,"é":2}`, `{"ß":1,"ss":2}`,
+	`{"a":{"Id":1,"iD":2}}`, `{"id":1,"ID":1}`, `{"Ǆ":1,"ǅ":2,"ǆ":3}`, `{"ab":1,"aB":2,"b":3}`, `{"k":1,"kk":2,"K":3}`,
 }
 
 func manyMembers(n int) string {
@@ -142,7 +147,10 @@ func manyMembers(n int) string {
 
 // oldCanonicalJSON is the canonicaliser Fingerprint used before, on
 // encoding/json's decoder (14 µs and 123 allocations for the 90-byte
-// benchmark body): kept as the reference the new one must equal.
+// benchmark body): kept as the reference the new one must equal. It
+// refuses names equal under case folding (strings.EqualFold, which
+// encoding/json's foldName is documented to match), as the new one does
+// since: a body that had a fingerprint still has the same one, or none.
 func oldCanonicalJSON(body []byte) ([]byte, error) {
 	if !utf8.Valid(body) {
 		return nil, fmt.Errorf("%w: not valid UTF-8", errOld)
@@ -225,6 +233,16 @@ func oldCanonicalObject(dec *json.Decoder, out *bytes.Buffer, depth int) error {
 		return fmt.Errorf("%w: %v", errOld, err)
 	}
 	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) })
+	// Names equal under encoding/json's case folding are one field's name
+	// to its decoder: refused too (the canonical form's one change of
+	// meaning since it replaced this one).
+	for i := range members {
+		for j := range i {
+			if members[i].key != members[j].key && strings.EqualFold(members[i].key, members[j].key) {
+				return fmt.Errorf("%w: keys %q and %q fold to one name", errOld, members[j].key, members[i].key)
+			}
+		}
+	}
 	out.WriteByte('{')
 	for i, m := range members {
 		if i > 0 {
