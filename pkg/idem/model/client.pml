@@ -35,11 +35,11 @@
  * with the same method and key, the operation going on) tells the outcome;
  * anything else ends it as an unknown outcome with the key.
  *
- * Bounds: MAXATT attempts (Options.MaxAttempts, its default), RESENDS
- * resends by the transport per attempt, REDIRECTS redirects followed per
- * operation (http.Client follows ten, then fails), and the retries may end
- * early after any attempt (the context's deadline, a Retry-After over
- * MaxRetryAfter).
+ * Bounds: MAXATT attempts per RoundTrip (Options.MaxAttempts, its
+ * default), RESENDS resends by the transport per attempt, REDIRECTS
+ * redirects followed per operation (http.Client's ten, then it fails), and
+ * the retries may end early after any attempt (the context's deadline, a
+ * Retry-After over MaxRetryAfter).
  *
  * Mirrors, and must change with:
  *   mayact, the verdict after each attempt
@@ -68,10 +68,10 @@
 #define MAXATT 8     /* Options.MaxAttempts' default */
 #endif
 #ifndef RESENDS
-#define RESENDS 2    /* http.Transport's own resends of one attempt */
+#define RESENDS 4    /* http.Transport's own resends of one attempt, bounded */
 #endif
 #ifndef REDIRECTS
-#define REDIRECTS 2  /* redirects http.Client follows (it stops at ten) */
+#define REDIRECTS 10 /* redirects http.Client follows before it fails */
 #endif
 
 /* The server's record of the key. */
@@ -92,6 +92,7 @@
 #define R_401    9   /* 401 or 403 from an authorizer, or another refusal that does not tell */
 #define R_302    10  /* 301, 302 or 303: a sign-in page's redirect, followed as a GET */
 #define R_307    11  /* 307 or 308: followed with the same method, body and key */
+#define R_4XXC   12  /* the server's committed response of a 4xx status, fresh (a 402 declined, a 409 of its own) */
 
 /* The verdicts. */
 #define V_ANSWER  1
@@ -99,7 +100,7 @@
 #define V_NOTHING 3
 
 /* What an answer handed back is. */
-#define K_COMMITTED 1   /* the server's response: a 2xx or a replay */
+#define K_COMMITTED 1   /* the server's committed response: fresh, or a replay */
 #define K_REUSED    2   /* the 422: the key is another request's */
 #define K_REFUSAL   3   /* anything else handed back: a layer's refusal, a sign-in page, a 429 */
 
@@ -120,6 +121,7 @@ inline server() {
             acted = true;
             if
             :: st = DONE; res = R_2XX          /* committed */
+            :: st = DONE; res = R_4XXC         /* committed, a refusal of the handler's */
             :: st = DONE; res = R_5XX          /* committed, its answer unknown to the server (settle unanswered) */
             :: st = LAPSED; res = R_5XX        /* the work failed: lapsed, nothing committed */
             :: st = RUN; res = R_LOST          /* the holder died or runs on: no answer */
@@ -194,19 +196,21 @@ attempt:
            operation going on */
         if
         :: redirects > 0 -> redirects--;
+            n = 0;                             /* a new RoundTrip: MaxAttempts of its own */
 #ifdef FOLLOW_FORGETS
-            mayact = false; n = 0;
+            mayact = false;
 #endif
             goto attempt
         :: else -> goto ended                  /* too many redirects */
         fi
-    :: res == R_401 || res == R_302 ->
+    :: res == R_401 || res == R_302 || res == R_4XXC ->
 #ifdef REDIRECT_TELLS
         if :: res == R_302 -> kind = K_REFUSAL; goto answer :: else -> skip fi;
 #endif
+        /* the client cannot tell the server's own 4xx from a layer's */
         if
         :: mayact -> goto unknown              /* does not tell: refused */
-        :: else -> kind = K_REFUSAL; goto answer
+        :: else -> if :: res == R_4XXC -> kind = K_COMMITTED :: else -> kind = K_REFUSAL fi; goto answer
         fi
     fi;
 retry:

@@ -88,15 +88,9 @@
 #define SAME_FP(fp) (rfp == fp)
 #endif
 
-/* The late faults (a claim in flight, a settling call that never lands, a
-   crash with the commit landed or in flight); LEAN leaves them out of the
-   cache's run with faults, which the other runs cover them in, to keep it
-   within a test's time. */
-#ifdef LEAN
-#define LATE_FAULTS false
-#else
+/* The late faults: a claim in flight, a settling call that never lands, a
+   crash with the commit landed or in flight. Each costs one of FAULTS. */
 #define LATE_FAULTS (faults > 0)
-#endif
 
 #define MAXCLAIMS 2      /* next's callers' bound (maxClaims), reduced */
 #define NREQ 3
