@@ -8,13 +8,13 @@
  * what it assumes.
  *
  * The server is the one idem.pml proves (not modelled again): a key bound to
- * one request for the record's life, its work run at most once to a
- * committed response, every later write of the request answered with that
- * response replayed (or 409 while a holder runs, or 5xx after a failure,
- * the key still bound and taken over by the next write), and a 422
- * idempotency_key_reused only to another request: here, a key the caller
- * made that another request took first (TAKEN), under which this request
- * never acts.
+ * one request for the record's life, its work run to one committed
+ * response (of any status: a 2xx, or a 4xx of the handler's own), every
+ * later write of the request answered with that response replayed (or 409
+ * while a holder runs, or 5xx after a failure, the key still bound and
+ * taken over by the next write), and a 422 idempotency_key_reused only to
+ * another request: here, a key the caller chose that another request took
+ * first (taken, chosen at the start), under which this request never acts.
  *
  * One attempt is what Transport sends through its Base (an http.Transport)
  * for one RoundTrip: one send, or more when the Base resends by itself. A
