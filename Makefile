@@ -57,10 +57,12 @@ fuzz:
 	  $(GO) test -run '^$$' -fuzz "^$${f#*:}$$" -fuzztime $(FUZZTIME) ./pkg/idem/$${f%%:*} || exit 1; \
 	done
 
-# The long runs: the race storm at 1000 logical operations, the chaos
+# The long runs: the race storm at 1000 logical operations, the models'
+# largest runs (DESIGN.md, "What the model proves"), the chaos
 # campaign at 5000, a million fuzz inputs per target.
 soak: deps
 	STORM_OPS=1000 $(GO) test -count=1 -timeout 30m -run 'TestRaceStorm$$' -v ./functions/charge
+	MODEL_SIZE=soak $(GO) test -count=1 -timeout 90m -v -run TestModel ./pkg/idem/model
 	@$(MAKE) --no-print-directory chaos CHAOS_OPS=5000
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=1000000x
 
@@ -141,10 +143,13 @@ bench-powertools: $(POWERTOOLS)
 	POWERTOOLS_BENCH=1 BENCH_OUT=$(CURDIR)/bin/bench/powertools.md $(GO) test -count=1 -timeout 20m -run 'TestSideBySideWithPowertools$$' ./local/bench/powertools
 	@cat bin/bench/powertools.md
 
-# The Promela model of the protocol, checked exhaustively by spin (also in make test).
+# The Promela models (the protocol, the client, the queue), checked by
+# spin: make test runs the smaller runs and the negative controls; this adds
+# the larger runs (MODEL_SIZE=big), make soak the largest. DESIGN.md lists
+# them with their sizes.
 model:
 	@local/ensure-spin.sh
-	$(GO) test -count=1 -v -run TestModel ./pkg/idem/model
+	MODEL_SIZE=big $(GO) test -count=1 -timeout 30m -v -run TestModel ./pkg/idem/model
 
 # For the SAM CLI: the engine (with the template's tables) and the provider
 # simulator on SAM_BIND, and local/.run/sam-env.json pointing each function

@@ -43,6 +43,11 @@
  *   Operator     admin.go Lapse, Delete (condCompletedAsRead)
  *   cache        decide.go cached, answer, finish; cache.go
  *
+ * The guards of the DynamoDB writes' conditions are marked
+ * "guard NAME": conditions.txt holds them and the code's
+ * ConditionExpressions to one table, term by term (pkg/idem's
+ * TestConditionsModelledAreTheTable and TestConditionsSentAreTheTable).
+ *
  * Configurations (the init block at the end): the request and its
  * duplicate (default); OTHER, the request and another under its key;
  * NOFAULTS, three requests with lost answers only; ATOMIC, Do and DoAtomic
@@ -83,15 +88,9 @@
 #define SAME_FP(fp) (rfp == fp)
 #endif
 
-/* The faults issue 33 added (a claim in flight, a settling call that never
-   lands, a crash with the commit landed or in flight); LEAN leaves them out
-   of the operator's and the cache's runs, which the other runs cover them
-   in, to keep those runs within a test's time. */
-#ifdef LEAN
-#define LATE_FAULTS false
-#else
+/* The late faults: a claim in flight, a settling call that never lands, a
+   crash with the commit landed or in flight. Each costs one of FAULTS. */
 #define LATE_FAULTS (faults > 0)
-#endif
 
 #define MAXCLAIMS 2      /* next's callers' bound (maxClaims), reduced */
 #define NREQ 3
@@ -187,12 +186,14 @@ inline new_life() {
 inline claim_as(t, fp, tkok, tkseen) {
     atomic {
         if
+        /* guard claim_as: condFresh */
         :: (status == NONE || expired) ->
             /* (a resend over its own first send replaces nothing) */
             if :: status == INPROG && rtoken != t -> replaced[rtoken] = true :: else -> skip fi;
             if :: expired -> new_life() :: else -> skip fi;
             status = INPROG; rfp = fp; rtoken = t; live = true; expired = false;
             first_fp = fp; tok_life[t] = life; a_won = true
+        /* guard claim_as: condTakeover's own disjunct */
         :: (tkok && status == INPROG && rtoken == tkseen && !live && SAME_FP(fp) && !expired) ->
             replaced[rtoken] = true;
             rfp = fp; rtoken = t; live = true; tok_life[t] = life; a_won = true
@@ -221,6 +222,7 @@ inline committed(t, fp) {
 inline commit_as(t, fp) {
     atomic {
         if
+        /* guard commit_as: condLease */
         :: (status == INPROG &&
 #ifndef NO_FENCE
             rtoken == t &&
@@ -246,11 +248,13 @@ inline commit_as(t, fp) {
 inline acommit_as(t, fp, tkok, tkseen) {
     atomic {
         if
+        /* guard acommit_as: condFresh */
         :: ATOMIC_FRESH ->
             if :: status == INPROG -> replaced[rtoken] = true :: else -> skip fi;
             if :: expired -> new_life() :: else -> skip fi;
             expired = false; first_fp = fp; tok_life[t] = life;
             committed(t, fp)
+        /* guard acommit_as: condTakeover's own disjunct */
         :: (tkok && status == INPROG && rtoken == tkseen && !live && SAME_FP(fp) && !expired) ->
             replaced[rtoken] = true; tok_life[t] = life;
             committed(t, fp)
@@ -268,6 +272,7 @@ inline acommit_as(t, fp, tkok, tkseen) {
 inline lapse_as(t) {
     atomic {
         if
+        /* guard lapse_as: condLease */
         :: (status == INPROG && rtoken == t) ->
 #ifdef RELEASE_DELETE
             status = NONE;
@@ -300,12 +305,14 @@ inline lapse(t) {
 inline handback_as(t, fp, tkok, tkseen) {
     atomic {
         if
+        /* guard handback_as: the claim's condition, fresh */
         :: (status == NONE || expired) ->
             if :: status == INPROG -> replaced[rtoken] = true :: else -> skip fi;
             if :: expired -> new_life() :: else -> skip fi;
             first_fp = fp;
             status = INPROG; rfp = fp; expired = false; live = false; replaced[t] = true;
             lapsed_by[next_token] = t; rtoken = next_token; next_token++; a_won = true
+        /* guard handback_as: over the claim itself, or the takeover's own disjunct */
         :: (status == INPROG && !expired && (rtoken == t || (tkok && rtoken == tkseen && !live && SAME_FP(fp)))) ->
             replaced[rtoken] = true;
             status = INPROG; rfp = fp; live = false; replaced[t] = true;
@@ -629,6 +636,7 @@ end:
 #ifdef NO_DELETE_COND
             :: status != NONE ->
 #else
+            /* guard delete: condCompletedAsRead */
             :: (status == DONE && rtoken == t) ->
 #endif
                 /* a delete removes only the completed record it read: the
