@@ -14,10 +14,10 @@ help:
 	@echo "make run     the whole API on 127.0.0.1:3000: DynamoDB engine, provider simulator, functions under the Lambda RIE"
 	@echo "make demo    a guided walk through the guarantees, against make run's stack"
 	@echo "make test    go vet and every test, on a local engine the tests start themselves"
-	@echo "make model   check the protocol's Promela model with spin, with its negative controls"
+	@echo "make model   the Promela models (the protocol, the client, the queue) with spin, their negative controls and the larger runs make test leaves out"
 	@echo "make bench   every figure of BENCHMARKS.md, into bin/bench/ (installs Powertools from npm into bin/powertools)"
 	@echo "make bench-powertools   only pkg/idem beside Powertools for AWS Lambda (TypeScript)"
-	@echo "make soak    the race storm at 1000 operations, the chaos campaign at 5000, and long fuzz runs, a million inputs per target (RELIABILITY.md)"
+	@echo "make soak    the race storm at 1000 operations, the largest model runs, the chaos campaign at 5000, and long fuzz runs, a million inputs per target (RELIABILITY.md)"
 	@echo "make chaos   [CHAOS_SEED=1 CHAOS_OPS=1000 CHAOS_CLIENTS=16]: every fault at once through the whole local stack, and a checker over what the world holds afterwards"
 	@echo "make build   bootstrap binaries: bin/<fn>/bootstrap (host arch) and bin/arm64/<fn>/bootstrap"
 	@echo "make invoke  FN=charge EVENT=events/charge-create.json [TIMES=2]: run a bootstrap under the Lambda RIE against make run's stack"
@@ -115,7 +115,7 @@ bench: deps build $(POWERTOOLS)
 	@echo "• calls and capacity per request"
 	@{ echo "Engine: DynamoDB Local 3.3.1 (calls asserted, capacity by DynamoDB's rules)."; echo; \
 	  $(GO) test -count=1 -run 'TestCostPerRequest$$' -v ./pkg/idem | grep '^ *|' | sed 's/^ *//'; } | tee bin/bench/cost.md
-	@echo "• the library beside its floor: the same DynamoDB calls made bare (issue 31)"
+	@echo "• the library beside its floor: the same DynamoDB calls made bare"
 	FLOOR_REQUESTS=100 FLOOR_ROUNDS=7 BENCH_OUT=$(CURDIR)/bin/bench/floor.md $(GO) test -count=1 -timeout 15m -run 'TestFloor$$' ./pkg/idem
 	@echo "• replays from the execution environment's cache"
 	CACHE_REPLAYS=2000 BENCH_OUT=$(CURDIR)/bin/bench/cache.md $(GO) test -count=1 -run 'TestCacheReplayCost$$' ./pkg/idem
