@@ -33,6 +33,7 @@ func counted(f *idemtest.Faults) calls {
 // and without: Calls by role, Commits once per effect.
 func TestTheCountsCountWhatThePackageDocSays(t *testing.T) {
 	lost := idemtest.Fault{Op: idemtest.TransactWriteItems, Kind: idemtest.LostAnswer}
+	lostClaim := idemtest.Fault{Op: idemtest.PutItem, Kind: idemtest.LostAnswer}
 	for _, c := range []struct {
 		name         string
 		writes       bool
@@ -48,6 +49,7 @@ func TestTheCountsCountWhatThePackageDocSays(t *testing.T) {
 		{"a work that fails, and its retry", true, nil, []string{"fails", "ok"}, calls{put: 3, update: 1, transact: 1, commits: 1}, calls{transact: 1, commits: 1}},
 		{"a crash, and a retry once the lease ran out", true, nil, []string{"crashes", "ok"}, calls{put: 3, transact: 1, commits: 1}, calls{transact: 1, commits: 1}},
 		{"a commit whose answer was lost", true, &lost, []string{"ok"}, calls{put: 1, update: 1, transact: 1, commits: 1}, calls{put: 1, transact: 1, commits: 1}},
+		{"a first PutItem whose answer was lost, and a retry", false, &lostClaim, []string{"ok", "ok"}, calls{put: 5, commits: 1}, calls{put: 3, commits: 1}},
 	} {
 		for _, atomic := range []bool{false, true} {
 			want, name := c.do, "Do/"+c.name

@@ -101,13 +101,18 @@
 //	  once a lease ran out         takeover), the commit
 //	a commit whose answer was    UpdateItem (settling it)           PutItem (handing it back)
 //	  lost, after it
+//	a claim whose answer was     PutItem (handing it back), then    (the claim is the commit:
+//	  lost or throttled, after it  its retry takes the key over        the row above)
 //
 // A replay from Options.Cache makes no call; Options.Wait reads with
 // GetItem. So Calls(TransactWriteItems) == 1 says "the work committed
 // once" only under Do with business writes: under DoAtomic every duplicate
 // sends a transaction of its own, which is refused. Commits counts what a
-// test means on either path: the commits that landed, each the work taking
-// effect. How often the work ran is the test's own to count, in the work:
+// test means on either path: the completed records that landed, each one
+// answer committed with the work's writes. A ConflictFunc's answer commits
+// too, without the writes it refused, so a test of the effect itself (a
+// balance moved once) reads the business table. How often the work ran is
+// the test's own to count, in the work:
 // under Do it runs again only after a failure or a takeover; under DoAtomic
 // a duplicate runs it too, and its commit is refused, by design.
 //
@@ -139,24 +144,35 @@
 // # Throttle storms
 //
 // A Fault with For throttles every call of its Op for that long, on the
-// real clock. Where the storm holds back the call that ends an attempt (a
-// claim's hand-back, a commit's lapse or hand-back), the Store sends that
-// call again within the retry budget pkg/idem's go doc states, then gives
-// up: the request's answer is an error (503 with Retry-After at a door)
-// after about that budget, or once the storm ends if it ends first. A
-// lapse that never went through leaves the lease to run out (a retry gets
-// 409 until then). A storm on the commit alone is answered at once, the
-// lease lapsed or the commit handed back, and the retry may take over at
-// once. The
-// kit's Throttle comes back at once, as if the SDK's own backoff took no
-// time: a test measures the Store's retrying, and a real storm adds the
+// real clock. A throttled call whose sends all failed may still have
+// landed by an earlier send, so the Store settles it with a release: a
+// claim, and DoAtomic's commit, are handed back with a PutItem; Do's
+// commit is settled with an UpdateItem (the lapse). Where the storm holds
+// back that release too, the Store sends it again for as long as the
+// release bound in pkg/idem's Contract, then gives up: the request's
+// answer is an error (503 with Retry-After at a door) after about that
+// bound, or once the storm ends if it ends first. A lapse that never went
+// through leaves the lease to run out (a retry gets 409 until then). So:
+//
+//	the storm on           Do: answered                   DoAtomic: answered
+//	PutItem                after the bound (the claim     after the bound without business
+//	                         and its hand-back)             writes (the commit and its
+//	                                                        hand-back); with them, not met
+//	TransactWriteItems     at once, the lease lapsed      at once, the commit handed back
+//	TransactWriteItems     after the bound, the lease     as the row above (no UpdateItem)
+//	  and UpdateItem         left to run out
+//
+// The kit's Throttle comes back at once, as if the SDK's own backoff took
+// no time: a test measures the Store's retrying, and a real storm adds the
 // SDK's backoff to each call.
 //
 // # Examples
 //
-// go doc prints no Examples; they are in this package's example_test.go,
-// and this runs them by name (./pkg/... runs every package's; docs/testing.md
-// names them all):
+// go doc prints no Examples. Read them in this package's example_test.go
+// (for a module that depends on this one, in the module cache: go list -m
+// -f '{{.Dir}}' github.com/idemkeys/idem names its folder) or on
+// pkg.go.dev; docs/testing.md names every package's. Running them checks
+// them, and prints only their names:
 //
 //	go test -run Example -v ./pkg/idemtest
 //

@@ -221,9 +221,10 @@ func (f *Faults) Injected(op Op) int {
 // completed idempotency record and that the engine took, whatever answer
 // the Store got back (a LostAnswer's, a CrashAfter's) and whenever it
 // landed (a LandLate's, once it has). A refused commit (a duplicate's
-// under DoAtomic, a fenced holder's) is none. Each commit is a work's
-// effect taking place, so Commits() == 1 says "the work took effect once"
-// on every path, where Calls(TransactWriteItems) does not.
+// under DoAtomic, a fenced holder's) is none. Each commit is one answer
+// committed with the work's writes, so Commits() == 1 says "the work took
+// effect once" on every path, where Calls(TransactWriteItems) does not;
+// a ConflictFunc's answer commits too, without the writes it refused.
 func (f *Faults) Commits() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
