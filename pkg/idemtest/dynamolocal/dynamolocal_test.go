@@ -314,7 +314,9 @@ func freePort(t *testing.T) int {
 
 // The engine in its namespace answers on 127.0.0.1 and on none of this
 // machine's other addresses; with the host's network (the control, as
-// where no namespace can be had) it answers on them too, and Start says so.
+// where no namespace can be had) it answers on them too, and so it does in
+// its namespace when Options.Host asks for every address ("0.0.0.0", for
+// containers).
 func TestTheEngineAnswersOnlyOnLoopback(t *testing.T) {
 	t.Parallel()
 	others := otherAddresses(t)
@@ -324,13 +326,21 @@ func TestTheEngineAnswersOnlyOnLoopback(t *testing.T) {
 	if !namespaces(t) {
 		t.Skip("no network namespace here: the engine listens on every address, as Start says (TestWithoutANamespaceStartSaysWhereTheEngineListens)")
 	}
-	for _, hostNetwork := range []bool{false, true} {
-		t.Run(fmt.Sprintf("host network %v", hostNetwork), func(t *testing.T) {
-			e, err := dynamolocal.Start(context.Background(), jar(t, "serve"), dynamolocal.Options{HostNetwork: hostNetwork, Log: io.Discard})
+	for _, tc := range []struct {
+		hostNetwork bool
+		host        string
+		elsewhere   bool // answers on the other addresses
+		listens     string
+	}{{false, "", false, "127.0.0.1:"}, {true, "", true, "*:"}, {false, "0.0.0.0", true, "0.0.0.0:"}} {
+		t.Run(fmt.Sprintf("host network %v, host %q", tc.hostNetwork, tc.host), func(t *testing.T) {
+			e, err := dynamolocal.Start(context.Background(), jar(t, "serve"), dynamolocal.Options{HostNetwork: tc.hostNetwork, Host: tc.host, Log: io.Discard})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer e.Stop()
+			if e.Listens != tc.listens+strconv.Itoa(e.Port) || e.Endpoint != "http://127.0.0.1:"+strconv.Itoa(e.Port) {
+				t.Errorf("Listens %q, Endpoint %q; want %s%d, on 127.0.0.1", e.Listens, e.Endpoint, tc.listens, e.Port)
+			}
 			if err := dynamolocal.Ping(context.Background(), "http://127.0.0.1:"+strconv.Itoa(e.Port)); err != nil {
 				t.Fatalf("no answer on 127.0.0.1: %v", err)
 			}
@@ -338,8 +348,8 @@ func TestTheEngineAnswersOnlyOnLoopback(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 				err := dynamolocal.Ping(ctx, "http://"+net.JoinHostPort(ip, strconv.Itoa(e.Port)))
 				cancel()
-				if answered := err == nil; answered != hostNetwork {
-					t.Errorf("on %s: answered %v (%v), want %v (Listens %q)", ip, answered, err, hostNetwork, e.Listens)
+				if answered := err == nil; answered != tc.elsewhere {
+					t.Errorf("on %s: answered %v (%v), want %v (Listens %q)", ip, answered, err, tc.elsewhere, e.Listens)
 				}
 			}
 		})
@@ -364,7 +374,7 @@ func otherAddresses(t *testing.T) []string {
 }
 
 // Where the engine has no namespace of its own, Start says where it
-// listens: Listens, and a line on Log, or on standard error without one.
+// listens: Listens, and a line on Log.
 func TestWithoutANamespaceStartSaysWhereTheEngineListens(t *testing.T) {
 	t.Parallel()
 	var log strings.Builder
@@ -379,6 +389,28 @@ func TestWithoutANamespaceStartSaysWhereTheEngineListens(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "DynamoDB Local listens on every address of this machine ("+want+")") {
 		t.Errorf("the log says %q; want where the engine listens", log.String())
+	}
+}
+
+// Without a Log, that line goes to standard error. Not parallel: it
+// replaces os.Stderr.
+func TestWithoutANamespaceOrALogStartSaysItOnStandardError(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := os.Stderr
+	os.Stderr = w
+	e, err := dynamolocal.Start(context.Background(), jar(t, "serve"), dynamolocal.Options{HostNetwork: true})
+	os.Stderr = stderr
+	w.Close()
+	said, _ := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Stop()
+	if !strings.Contains(string(said), "DynamoDB Local listens on every address of this machine (*:"+strconv.Itoa(e.Port)+")") {
+		t.Errorf("standard error got %q; want where the engine listens", said)
 	}
 }
 

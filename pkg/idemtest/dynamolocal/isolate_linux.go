@@ -34,7 +34,11 @@ func init() {
 // error wrapping errNoNamespace says that no namespace could be had, and
 // nothing was started.
 func (e *Engine) runIsolated(java, jar string, args []string, addr string, w io.Writer) error {
-	ln, err := net.Listen("tcp", addr)
+	network := "tcp"
+	if host, _, _ := net.SplitHostPort(addr); net.ParseIP(host).To4() != nil {
+		network = "tcp4" // 0.0.0.0 is every IPv4 address, not IPv6's too
+	}
+	ln, err := net.Listen(network, addr)
 	if err != nil {
 		return fmt.Errorf("cannot listen on %s: %w", addr, err)
 	}
