@@ -8,7 +8,7 @@ LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags='-s -w' -buildvcs=false
 FUNCTIONS    := charge order orderstats
 HOST_ARCH    := $(shell $(GO) env GOARCH)
 
-.PHONY: help test vet fuzz soak chaos run demo model bench bench-powertools build invoke deps deploy clean sam-local-env
+.PHONY: help test print-fuzz-targets vet fuzz soak chaos run demo model bench bench-powertools build invoke deps deploy clean sam-local-env
 
 help:
 	@echo "make run     the whole API on 127.0.0.1:3000: DynamoDB engine, provider simulator, functions under the Lambda RIE"
@@ -36,13 +36,20 @@ vet:
 
 # Every package's tests, then the fuzz runs, through local/cmd/testsum: a
 # line per package as it ends, what failed in full, and one closing line,
-# "N passed, N failed". The fuzz runs get -json from GOFLAGS (only they:
-# tests that build with go themselves must not).
+# "N passed, N failed", with "; not run: N fuzz targets" when a failure
+# stopped make test before them (testsum is told FUZZ_TARGETS, and names
+# those that never started). The fuzz runs get -json from GOFLAGS (only
+# they: tests that build with go themselves must not).
 test: deps vet
 	@$(GO) build -o bin/local/testsum ./local/cmd/testsum
 	@set -o pipefail; \
 	{ $(GO) test -json -count=1 -timeout 15m ./... && \
-	  GOFLAGS=-json $(MAKE) --no-print-directory fuzz; } 2>&1 | bin/local/testsum
+	  GOFLAGS=-json $(MAKE) --no-print-directory fuzz; } 2>&1 | bin/local/testsum -fuzz "$(FUZZ_TARGETS)"
+
+# The fuzz targets of make fuzz's loop (package:target), read from it.
+FUZZ_TARGETS = $(shell sed -n '/^fuzz:/,/done/p' Makefile | grep -o '[a-z/]*:Fuzz[A-Za-z0-9]*')
+print-fuzz-targets:
+	@echo $(FUZZ_TARGETS)
 
 # A short run of each fuzz target (package:target); make soak runs them longer.
 # A count, not a duration: Go 1.26's fuzzing coordinator can fail a target

@@ -125,7 +125,9 @@ func TestKMSKeyGrantsDecryptOnlyWhenGiven(t *testing.T) {
 }
 
 // Every route is throttled by the HTTP API's stage from parameters, and
-// POST /charges, which calls the provider, more tightly.
+// the charge's routes, which call the provider (GET /charges/{id} to
+// refresh a pending charge), more tightly: the provider's rate limit is
+// shared by every tenant.
 func TestHTTPAPIThrottlesEveryRoute(t *testing.T) {
 	tpl := parse(t, map[string]any{"ThrottlingRateLimit": 7, "ThrottlingBurstLimit": 9, "ChargeThrottlingRateLimit": 3, "ChargeThrottlingBurstLimit": 4})
 	api := tpl.GetAllServerlessHttpApiResources()["HttpApi"]
@@ -133,9 +135,11 @@ func TestHTTPAPIThrottlesEveryRoute(t *testing.T) {
 	if d == nil || d.ThrottlingRateLimit == nil || *d.ThrottlingRateLimit != 7 || d.ThrottlingBurstLimit == nil || *d.ThrottlingBurstLimit != 9 {
 		t.Fatalf("DefaultRouteSettings %+v, want the parameters' 7 and 9", d)
 	}
-	ev := tpl.GetAllServerlessFunctionResources()["ChargeFunction"].Events["CreateCharge"].Properties.HttpApiEvent
-	if rs := ev.RouteSettings; rs == nil || rs.ThrottlingRateLimit == nil || *rs.ThrottlingRateLimit != 3 || rs.ThrottlingBurstLimit == nil || *rs.ThrottlingBurstLimit != 4 {
-		t.Fatalf("POST /charges RouteSettings %+v, want 3 and 4", ev.RouteSettings)
+	for _, name := range []string{"CreateCharge", "GetCharge"} {
+		ev := tpl.GetAllServerlessFunctionResources()["ChargeFunction"].Events[name].Properties.HttpApiEvent
+		if rs := ev.RouteSettings; rs == nil || rs.ThrottlingRateLimit == nil || *rs.ThrottlingRateLimit != 3 || rs.ThrottlingBurstLimit == nil || *rs.ThrottlingBurstLimit != 4 {
+			t.Errorf("%s RouteSettings %+v, want 3 and 4", name, ev.RouteSettings)
+		}
 	}
 }
 

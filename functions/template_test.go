@@ -61,25 +61,14 @@ func TestOnlyTheIdempotencyTableExpiresItems(t *testing.T) {
 	}
 }
 
-// needs is what each function's code calls on each table: the policies must
-// grant exactly this. TransactWriteItems is authorised per action inside it.
-var needs = map[string]map[string][]string{
-	"ChargeFunction": {
-		"IdempotencyTable": {"dynamodb:DeleteItem", "dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
-		// No DeleteItem on the charges: only the attempt markers, which
-		// the commit deletes (functions/charge/settle.go), are deleted.
-		"ChargesTable":  {"dynamodb:GetItem", "dynamodb:PutItem"},
-		"AttemptsTable": {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem"},
-	},
-	"OrderFunction": {
-		"IdempotencyTable": {"dynamodb:DeleteItem", "dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
-		"OrdersTable":      {"dynamodb:GetItem", "dynamodb:PutItem"},
-	},
+// eventSourceNeeds is what a function's event source mapping, not its
+// code, calls with the function's role: what polling an SQS queue takes
+// (AWS Lambda's documented list), on its own queue only. What the code
+// calls on DynamoDB is held elsewhere, from the calls themselves: each
+// function's tests record every call its code makes, and apitest.Main
+// holds its role to exactly those (TestEveryFunctionsRoleIsHeldToItsCalls).
+var eventSourceNeeds = map[string]map[string][]string{
 	"OrderStatsFunction": {
-		"IdempotencyTable": {"dynamodb:DeleteItem", "dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
-		// GetItem: the newest order the stats hold (functions/orderstats/stats.go).
-		"OrderStatsTable": {"dynamodb:GetItem", "dynamodb:UpdateItem"},
-		// What polling a queue takes, on its own queue only.
 		"OrderEventsQueue": {"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"},
 	},
 }
@@ -87,11 +76,6 @@ var needs = map[string]map[string][]string{
 func TestPoliciesGrantOnlyWhatTheCodeUses(t *testing.T) {
 	_, tpl := load(t)
 	for _, fn := range tpl.Functions {
-		want, ok := needs[fn.LogicalID]
-		if !ok {
-			t.Errorf("%s: no least-privilege expectation written for it here", fn.LogicalID)
-			continue
-		}
 		granted := map[string][]string{}
 		for _, st := range fn.Policies {
 			for _, a := range st.Actions {
@@ -105,41 +89,65 @@ func TestPoliciesGrantOnlyWhatTheCodeUses(t *testing.T) {
 				if strings.Contains(r, "*") && !logStreams {
 					t.Errorf("%s: wildcard resource %q", fn.LogicalID, r)
 				}
-				if table, ok := strings.CutPrefix(r, template.GetAttPrefix); ok {
-					table = strings.TrimSuffix(table, ".Arn")
-					granted[table] = append(granted[table], st.Actions...)
+				if res, ok := strings.CutPrefix(r, template.GetAttPrefix); ok {
+					res = strings.TrimSuffix(res, ".Arn")
+					granted[res] = append(granted[res], st.Actions...)
 				}
 			}
 		}
-		for table := range granted {
-			sort.Strings(granted[table])
+		for res := range granted {
+			sort.Strings(granted[res])
 		}
-		for table, actions := range want {
-			if !slices.Equal(granted[table], actions) {
-				t.Errorf("%s on %s: granted %v, the code uses %v", fn.LogicalID, table, granted[table], actions)
+		for res, actions := range eventSourceNeeds[fn.LogicalID] {
+			if !slices.Equal(granted[res], actions) {
+				t.Errorf("%s on %s: granted %v, its event source uses %v", fn.LogicalID, res, granted[res], actions)
 			}
 		}
-		for table := range granted {
-			if _, ok := want[table]; !ok {
-				t.Errorf("%s: granted access to %s, which it does not use", fn.LogicalID, table)
-			}
-		}
-		// The tables it may touch are the tables its environment names.
-		var named, grantedTables []string
+		// The resources it may touch are the tables its environment names
+		// and its event source's queue.
+		var named, grantedTo []string
 		for _, v := range fn.Env {
 			if target, ok := strings.CutPrefix(v, template.RefPrefix); ok && strings.HasSuffix(target, "Table") {
 				named = append(named, target)
 			}
 		}
-		for table := range granted {
-			if strings.HasSuffix(table, "Table") {
-				grantedTables = append(grantedTables, table)
-			}
+		for res := range eventSourceNeeds[fn.LogicalID] {
+			named = append(named, res)
+		}
+		for res := range granted {
+			grantedTo = append(grantedTo, res)
 		}
 		sort.Strings(named)
-		sort.Strings(grantedTables)
-		if !slices.Equal(named, grantedTables) {
-			t.Errorf("%s: environment names tables %v, policies grant %v", fn.LogicalID, named, grantedTables)
+		sort.Strings(grantedTo)
+		if !slices.Equal(named, grantedTo) {
+			t.Errorf("%s: environment and event source name %v, policies grant %v", fn.LogicalID, named, grantedTo)
+		}
+	}
+}
+
+// Every function's tests hold its role to the DynamoDB calls its code
+// makes in them (apitest.Main in their TestMain, with the function's
+// logical id), so that an action granted and never called, or called and
+// not granted, fails that package; a function whose package does not is a
+// function whose role nothing holds.
+func TestEveryFunctionsRoleIsHeldToItsCalls(t *testing.T) {
+	_, tpl := load(t)
+	for _, fn := range tpl.Functions {
+		files, err := filepath.Glob(filepath.Join(tpl.Dir, fn.Package, "*_test.go"))
+		if err != nil || len(files) == 0 {
+			t.Errorf("%s: no tests in %s", fn.LogicalID, fn.Package)
+			continue
+		}
+		held := false
+		for _, f := range files {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = held || strings.Contains(string(src), `apitest.Main(m, "`+fn.LogicalID+`", `)
+		}
+		if !held {
+			t.Errorf("%s: no TestMain in %s calls apitest.Main(m, %q, calls)", fn.LogicalID, fn.Package, fn.LogicalID)
 		}
 	}
 }

@@ -150,7 +150,7 @@ func TestRetryAfterTheProviderForgotItsKeyFindsTheCharge(t *testing.T) {
 		t.Run(ttl.String(), func(t *testing.T) {
 			opts := func(o *idem.Options) { o.Lease, o.TTL = 5*time.Second, ttl }
 			f := newFixture(t, opts)
-			crashed, err := idem.New(dead{f.raw}, f.tables[0], opts, func(o *idem.Options) { o.Clock = f.clock.now })
+			crashed, err := idem.New(dead{f.fn}, f.tables[0], opts, func(o *idem.Options) { o.Clock = f.clock.now })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -316,7 +316,7 @@ func TestKeyInUseIsWaitedOutABoundedNumberOfTimes(t *testing.T) {
 func TestReusedKeyAfterAnAbandonedOperationIsANewOne(t *testing.T) {
 	f := newFixture(t)
 	f.sim.SetKeyRetention(3 * provider.KeyRetention) // "at least" 24 hours
-	crashed, err := idem.New(dead{f.raw}, f.tables[0], func(o *idem.Options) { o.Clock = f.clock.now })
+	crashed, err := idem.New(dead{f.fn}, f.tables[0], func(o *idem.Options) { o.Clock = f.clock.now })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +338,8 @@ func TestReusedKeyAfterAnAbandonedOperationIsANewOne(t *testing.T) {
 // A 202 requires_action carries the client secret the customer's client
 // finishes 3-D Secure with (it is never kept in the charge record), and
 // GET /charges/{id} reads a status that is not final again from the
-// provider: once authenticated, or once an asynchronous payment settled or
+// provider (at most once per refreshEvery, the create's answer counting as
+// a read): once authenticated, or once an asynchronous payment settled or
 // failed, the charge says so, and keeps saying so. A final status is never
 // read again.
 func TestNotFinalChargesCarryTheClientSecretAndGetRefreshesThem(t *testing.T) {
@@ -362,16 +363,25 @@ func TestNotFinalChargesCarryTheClientSecretAndGetRefreshesThem(t *testing.T) {
 		if first.StatusCode != 202 || ch.Status != tc.before || (ch.ClientSecret != "") != wantSecret || wantSecret && !strings.HasPrefix(ch.ClientSecret, id+"_secret_") {
 			t.Fatalf("%s: %d %s, want 202 %s with the client secret=%v", name, first.StatusCode, first.Body, tc.before, wantSecret)
 		}
+		// Within refreshEvery of the create's own read, from the record
+		// alone: no client secret, which the POST's answer carries.
+		before := f.requests.Load()
+		if got := charged(t, f.call("GET", "/charges/"+ch.ID, "alice", "", "")); got.Status != tc.before || got.ClientSecret != "" || f.requests.Load() != before {
+			t.Fatalf("%s: GET at once = %+v after %d provider requests, want %s from the record alone", name, got, f.requests.Load()-before, tc.before)
+		}
+		f.clock.add(refreshEvery)
 		if got := charged(t, f.call("GET", "/charges/"+ch.ID, "alice", "", "")); got.Status != tc.before || got.ClientSecret != ch.ClientSecret {
 			t.Fatalf("%s: GET before = %+v", name, got)
 		}
 		if err := f.sim.Resolve(id, tc.succeed); err != nil {
 			t.Fatal(err)
 		}
+		f.clock.add(refreshEvery)
 		if got := charged(t, f.call("GET", "/charges/"+ch.ID, "alice", "", "")); got.Status != tc.after || got.ClientSecret != "" || got.NextAction != "" {
 			t.Fatalf("%s: GET after = %+v, want %s", name, got, tc.after)
 		}
-		before := f.requests.Load()
+		f.clock.add(refreshEvery)
+		before = f.requests.Load()
 		if got := charged(t, f.call("GET", "/charges/"+ch.ID, "alice", "", "")); got.Status != tc.after || f.requests.Load() != before {
 			t.Fatalf("%s: GET once final = %+v after %d provider requests, want %s from the record alone", name, got, f.requests.Load()-before, tc.after)
 		}

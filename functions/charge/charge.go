@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -52,6 +53,9 @@ type charge struct {
 	ClientSecret string `dynamodbav:"-" json:"client_secret,omitempty"`
 	Created      int64  `dynamodbav:"created" json:"created"`
 	KeyHash      string `dynamodbav:"key_hash" json:"-"` // for operators: which key made it
+	// Refreshed is when the status was last read from the provider (unix
+	// milliseconds): by the create, or by a GET (refresh.go).
+	Refreshed int64 `dynamodbav:"refreshed,omitempty" json:"-"`
 }
 
 type server struct {
@@ -115,23 +119,55 @@ func (s *server) charge(ctx context.Context, req idemlambda.Request[events.APIGa
 	case a.unknown != nil:
 		return events.APIGatewayV2HTTPResponse{}, s.recordUnknown(ctx, m)
 	}
-	resp, stored := respond(&ch, a)
-	if stored && !a.fresh(found) {
-		// The intent may be one an earlier execution already committed (a
-		// same-request retry after the record expired): that record is
-		// the answer.
-		if prev, err := s.committed(ctx, &ch); err != nil || prev != nil {
+	return s.record(ctx, tx, scope, key, &ch, a, a.fresh(found), asked{amount, c.Currency})
+}
+
+// asked is what the request asked the provider to charge.
+type asked struct {
+	amount   int64
+	currency string
+}
+
+// answer is rec's answer to the request: rec's own, or, when the provider
+// charged another amount or currency than the request asks (an intent the
+// retry adopts from an attempt of another release, or of a body that
+// decoded otherwise), 422: the key is bound to the charge the provider
+// holds, not to this request, and the answer names that charge.
+func (q asked) answer(rec *charge) events.APIGatewayV2HTTPResponse {
+	if rec.ID == "" || rec.Amount == q.amount && rec.Currency == q.currency {
+		return render(rec)
+	}
+	p := httpx.Problem(http.StatusUnprocessableEntity, "idempotency_key_reused", fmt.Sprintf(
+		"the provider holds a charge of %d %s under this key, which is not what this request asks", rec.Amount, strings.ToUpper(rec.Currency)))
+	p.Extra = map[string]any{"charge_id": rec.ID}
+	return p.Response()
+}
+
+// record fills in ch from the provider's answer a (the amount, currency
+// and status the provider holds, never the request's own) and adds it to
+// the transaction, answering as q.answer does. An intent that this very
+// call did not make (not fresh) may be one an earlier execution already
+// committed (a same-request retry after the record expired): that record
+// is the answer.
+func (s *server) record(ctx context.Context, tx *idem.Tx, scope, key string, ch *charge, a answer, fresh bool, q asked) (events.APIGatewayV2HTTPResponse, error) {
+	resp, stored := respond(ch, a)
+	if !stored {
+		s.commitMarkerOnly(tx, scope, key)
+		return resp, nil
+	}
+	if !fresh {
+		if prev, err := s.committed(ctx, ch); err != nil || prev != nil {
 			if err != nil {
 				return events.APIGatewayV2HTTPResponse{}, err
 			}
 			s.commitMarkerOnly(tx, scope, key)
-			return render(prev), nil
+			return q.answer(prev), nil
 		}
 	}
-	if err := s.commit(tx, scope, key, &ch, stored); err != nil {
+	if err := s.commit(tx, scope, key, ch, q); err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
-	return resp, nil
+	return q.answer(ch), nil
 }
 
 // payerRefused answers a payer that resolvePayer could not resolve: 400 for
@@ -153,28 +189,27 @@ func (s *server) newCharge(scope, key string, c chargeRequest, amount int64, who
 	return charge{
 		Scope: scope, Object: "charge", Amount: amount, Currency: c.Currency, PaymentMethod: who.paymentMethod, Customer: who.customer,
 		Description: c.Description, Metadata: c.Metadata, Created: s.now().Unix(), KeyHash: idem.KeyHash(scope, key),
+		Refreshed: s.now().UnixMilli(), // the create's answer is the provider's status now
 	}
 }
 
-// commit adds to the transaction that completes the key the charge, when
-// it is stored, and the delete of the operation's marker. Should the charge
-// meet a record of the same id, scope and operation (committed by an
-// earlier execution of this request), that record is the answer.
-func (s *server) commit(tx *idem.Tx, scope, key string, ch *charge, stored bool) error {
-	if stored {
-		item, err := attributevalue.MarshalMap(ch)
-		if err != nil {
-			return err
-		}
-		tx.Add(types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(charge_id)")}},
-			func(old map[string]types.AttributeValue) (idem.Response, error) {
-				prev, err := sameOperation(old, ch)
-				if err != nil || prev == nil {
-					return idem.Response{}, errors.Join(idem.ErrWriteConditionFailed, err)
-				}
-				return httpx.Stored(render(prev)), nil
-			})
+// commit adds to the transaction that completes the key the charge and
+// the delete of the operation's marker. Should the charge meet a record of
+// the same id, scope and operation (committed by an earlier execution of
+// this request), that record is the answer (q.answer).
+func (s *server) commit(tx *idem.Tx, scope, key string, ch *charge, q asked) error {
+	item, err := attributevalue.MarshalMap(ch)
+	if err != nil {
+		return err
 	}
+	tx.Add(types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(charge_id)")}},
+		func(old map[string]types.AttributeValue) (idem.Response, error) {
+			prev, err := sameOperation(old, ch)
+			if err != nil || prev == nil {
+				return idem.Response{}, errors.Join(idem.ErrWriteConditionFailed, err)
+			}
+			return httpx.Stored(q.answer(prev)), nil
+		})
 	s.commitMarkerOnly(tx, scope, key)
 	return nil
 }
@@ -261,6 +296,7 @@ func respond(ch *charge, a answer) (events.APIGatewayV2HTTPResponse, bool) {
 		declined(ch, a.intent, a.intent.LastPaymentError) // found by settlement
 	default:
 		ch.ID, ch.Status, ch.NextAction, ch.ClientSecret = a.intent.ID, string(a.intent.Status), "", ""
+		ch.Amount, ch.Currency = a.intent.Amount, string(a.intent.Currency)
 		if a.intent.NextAction != nil {
 			ch.NextAction = string(a.intent.NextAction.Type)
 		}
@@ -295,63 +331,14 @@ func declined(ch *charge, pi *stripe.PaymentIntent, e *stripe.Error) {
 	ch.Status, ch.NextAction, ch.ClientSecret = "declined", "", ""
 	if pi != nil {
 		ch.ID = pi.ID
+		if pi.Currency != "" { // the provider's, when its error object carries the intent whole
+			ch.Amount, ch.Currency = pi.Amount, string(pi.Currency)
+		}
 	}
 	if e != nil {
 		ch.ErrorCode, ch.DeclineCode = string(e.Code), string(e.DeclineCode)
 		if ch.DeclineCode == "" {
 			ch.DeclineCode = ch.ErrorCode
 		}
-	}
-}
-
-// get reads one of the caller's charges. A charge whose status is not
-// final (requires_action, processing) is read again from the provider: a
-// status that changed is written back, conditioned on the one read, and a
-// requires_action charge carries its client secret. Should the provider not
-// answer, the stored charge is answered as it is.
-func (s *server) get(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	var ch charge
-	own := httpx.OwnItems{DB: s.db, Table: s.table, Claim: s.scopeClaim, IDParam: "id", IDAttr: attrChargeID, Log: s.log}
-	return own.Get(ctx, req, &ch, func() any {
-		ch.Object = "charge"
-		if !final(ch.Status) {
-			s.refresh(ctx, &ch)
-		}
-		return ch
-	}), nil
-}
-
-// final says whether a stored status can no longer change.
-func final(status string) bool {
-	return status == "declined" || status == string(stripe.PaymentIntentStatusSucceeded) || status == string(stripe.PaymentIntentStatusCanceled)
-}
-
-// refresh reads ch's intent from the provider and, if its status moved,
-// writes the charge's new status back.
-func (s *server) refresh(ctx context.Context, ch *charge) {
-	pi, err := s.payments.PaymentIntent(ctx, ch.ID)
-	if err != nil {
-		s.log.Warn("charge: status not refreshed from the provider", "error", sanitized(err).Error())
-		return
-	}
-	was := *ch
-	respond(ch, answer{intent: pi})
-	if ch.Status == was.Status {
-		return
-	}
-	ch.ClientSecret = ""
-	if ch.Status == string(stripe.PaymentIntentStatusRequiresAction) {
-		ch.ClientSecret = pi.ClientSecret
-	}
-	item, err := attributevalue.MarshalMap(ch)
-	if err == nil {
-		_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item,
-			ConditionExpression:       aws.String("#s = :was"),
-			ExpressionAttributeNames:  map[string]string{"#s": "status"},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":was": &types.AttributeValueMemberS{Value: was.Status}},
-		})
-	}
-	if err != nil {
-		s.log.Warn("charge: refreshed status not written back", "error", err.Error())
 	}
 }

@@ -21,7 +21,7 @@ func TestLogsCarryNoBodyKeyOrCardField(t *testing.T) {
 	f := newFixture(t)
 	var logs proc.Output
 	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	store, err := idem.New(f.raw, f.tables[0], func(o *idem.Options) { o.Logger, o.Clock = log, f.clock.now })
+	store, err := idem.New(f.fn, f.tables[0], func(o *idem.Options) { o.Logger, o.Clock = log, f.clock.now })
 	if err != nil {
 		t.Fatal(err)
 	}

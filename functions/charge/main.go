@@ -22,6 +22,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/idemkeys/idem/functions/internal/config"
@@ -41,9 +42,11 @@ func main() {
 	lambda.Start(samlocal.Serve(s.routes(), s.scopeClaim, s.log))
 }
 
-func newServer(ctx context.Context) (*server, error) {
+// newServer is the function as its cold start makes it, from the
+// environment; dbOpts adjust its DynamoDB client (a test's recorder).
+func newServer(ctx context.Context, dbOpts ...func(*dynamodb.Options)) (*server, error) {
 	log := config.Logger()
-	cfg, db, err := config.AWS(ctx)
+	cfg, db, err := config.AWS(ctx, dbOpts...)
 	if err != nil {
 		return nil, err
 	}

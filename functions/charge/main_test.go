@@ -28,13 +28,18 @@ import (
 	"github.com/idemkeys/idem/pkg/idem/idemlambda"
 )
 
-func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
+// calls records the DynamoDB calls the function's code makes in these
+// tests, which its role must grant exactly (apitest.Main).
+var calls = &dynamotest.Actions{}
+
+func TestMain(m *testing.M) { os.Exit(apitest.Main(m, "ChargeFunction", calls)) }
 
 const secret = "sk_test_local"
 
 type fixture struct {
 	apitest.Caller
-	raw      *dynamodb.Client
+	raw      *dynamodb.Client // the test's own
+	fn       *dynamodb.Client // the function's: its calls are recorded
 	sim      *provider.Simulator
 	server   *server
 	tables   []string
@@ -61,7 +66,7 @@ func (c *clock) add(d time.Duration) {
 func newFixture(t *testing.T, storeOpts ...func(*idem.Options)) *fixture {
 	t.Helper()
 	db := dynamotest.Client(t)
-	f := &fixture{raw: db, sim: provider.New(secret, nil), clock: &clock{t: time.Now()}}
+	f := &fixture{raw: db, fn: dynamotest.Client(t, func(o *dynamodb.Options) { o.HTTPClient = calls }), sim: provider.New(secret, nil), clock: &clock{t: time.Now()}}
 	f.sim.SetClock(f.clock.now)
 	// Search as PROVIDER_SIM_SEARCH says ("off", or a lag), else Stripe's
 	// worst case, an hour behind: the charge must not depend on it.
@@ -78,14 +83,14 @@ func newFixture(t *testing.T, storeOpts ...func(*idem.Options)) *fixture {
 	charges := dynamotest.Table(t, db, "ChargesTable")
 	attempts := dynamotest.Table(t, db, "AttemptsTable")
 	f.tables = []string{idemTable, charges, attempts}
-	store, err := idem.New(db, idemTable, append([]func(*idem.Options){func(o *idem.Options) { o.Clock = f.clock.now }}, storeOpts...)...)
+	store, err := idem.New(f.fn, idemTable, append([]func(*idem.Options){func(o *idem.Options) { o.Clock = f.clock.now }}, storeOpts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	payments := newStripePayments(api.URL, secret, log)
 	payments.keyInUse = []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond}
-	f.server = &server{store: store, db: f.raw, table: charges, attempts: attempts, scopeClaim: "sub", log: log, now: f.clock.now, payments: payments}
+	f.server = &server{store: store, db: f.fn, table: charges, attempts: attempts, scopeClaim: "sub", log: log, now: f.clock.now, payments: payments}
 	f.Caller = apitest.Caller{T: t, Routes: apitest.Function(t, "ChargeFunction").Routes, Handle: f.server.routes()}
 	return f
 }
@@ -239,7 +244,7 @@ func (d dead) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dy
 
 func TestTakeoverAfterCrashChargesOnce(t *testing.T) {
 	f := newFixture(t, func(o *idem.Options) { o.Lease = 5 * time.Second })
-	crashed, err := idem.New(dead{f.raw}, f.tables[0], func(o *idem.Options) { o.Clock = f.clock.now; o.Lease = 5 * time.Second })
+	crashed, err := idem.New(dead{f.fn}, f.tables[0], func(o *idem.Options) { o.Clock = f.clock.now; o.Lease = 5 * time.Second })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,4 +341,29 @@ func TestTemplateRoutesAndTablesMatchTheCode(t *testing.T) {
 	apitest.CheckRoutes(t, apitest.Function(t, "ChargeFunction"), (&server{store: &idem.Store{}}).routes())
 	apitest.CheckKeys(t, "ChargesTable", attrScope, attrChargeID)
 	apitest.CheckKeys(t, "AttemptsTable", attrScope, attrChargeID)
+}
+
+// The function as its cold start makes it, from the environment the
+// template gives it (the secret key set, as under sam local), checks the
+// idempotency table and charges once per key.
+func TestColdStartMakesAWorkingFunctionFromItsEnvironment(t *testing.T) {
+	f := newFixture(t)
+	for k, v := range map[string]string{
+		"IDEMPOTENCY_TABLE": f.tables[0], "CHARGES_TABLE": f.tables[1], "ATTEMPTS_TABLE": f.tables[2],
+		"PROVIDER_BASE_URL": f.api, "PROVIDER_SECRET_KEY": secret,
+		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+	} {
+		t.Setenv(k, v)
+	}
+	s, err := newServer(context.Background(), func(o *dynamodb.Options) { o.HTTPClient = calls })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.log = slog.New(slog.DiscardHandler)
+	f.Handle = s.routes()
+	first := f.call("POST", "/charges", "alice", "k-1", visa)
+	again := f.call("POST", "/charges", "alice", "k-1", visa)
+	if first.StatusCode != 201 || again.Body != first.Body || len(f.sim.Effects()) != 1 {
+		t.Fatalf("first %d %s, again %d %s, %d effects: want one charge, replayed", first.StatusCode, first.Body, again.StatusCode, again.Body, len(f.sim.Effects()))
+	}
 }

@@ -1,22 +1,30 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/idemkeys/idem/local/provider"
+	"github.com/idemkeys/idem/pkg/idem"
 	"github.com/idemkeys/idem/pkg/idem/idemlambda"
 )
 
-// The orphaned charge of core v2's finding (b), end to end: the provider
+// No charge is orphaned, end to end: the provider
 // charged, then every answer timed out, so the work failed. The key stays
 // bound to the request (its lease lapsed, not deleted): another body under
 // it gets 422 and never reaches the provider, and the original request's
 // retry gets 201 with the original charge, one charge at the provider and
-// one charge record. With the old release-as-delete, the other body bound
-// the key, its 422 from the provider was stored, and the original request's
-// retries got that 422 forever, the customer charged and no record of it.
+// one charge record. Were the failure to delete the record instead, the
+// other body would bind the key, its 422 from the provider would be stored,
+// and the original request's retries would get that 422 forever: the
+// customer charged, and no record of it.
 func TestChargedThenTimedOutIsNeverOrphaned(t *testing.T) {
 	f := newFixture(t)
 	// Every attempt the payments client makes (stripe-go retries too) charges or
@@ -51,5 +59,53 @@ func TestChargedThenTimedOutIsNeverOrphaned(t *testing.T) {
 	replay := f.call("POST", "/charges", "alice", "k-1", visa)
 	if replay.StatusCode != 201 || replay.Body != retry.Body || replay.Headers[idemlambda.HeaderReplayed] != "true" {
 		t.Fatalf("replay = %d %s, want the charge replayed", replay.StatusCode, replay.Body)
+	}
+}
+
+// vanishing is the function's client under a holder whose idempotency
+// record is deleted by hand while the charge works (bypassing idemctl,
+// which refuses a key in progress): each commit meets no record.
+type vanishing struct {
+	*dynamodb.Client
+	raw          *dynamodb.Client
+	table, scope string
+	key          string
+}
+
+func (v vanishing) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	pk := strconv.Itoa(len(v.scope)) + ":" + v.scope + ":" + v.key
+	if _, err := v.raw.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(v.table),
+		Key: map[string]types.AttributeValue{idem.AttrPK: &types.AttributeValueMemberS{Value: pk}}}); err != nil {
+		return nil, err
+	}
+	return v.Client.TransactWriteItems(ctx, in, o...)
+}
+
+// A record deleted under its holder fences the holder's commit: the
+// commit, finding no record, reads the key once (the one read of the
+// idempotency table a charge may make), commits nothing and answers no
+// success; the request's retry then finds the charge the provider made,
+// and records it once.
+func TestARecordDeletedUnderItsHolderFencesItsCommit(t *testing.T) {
+	f := newFixture(t)
+	healthy := f.server.store
+	gone, err := idem.New(vanishing{Client: f.fn, raw: f.raw, table: f.tables[0], scope: "alice", key: "k-1"}, f.tables[0], func(o *idem.Options) { o.Clock = f.clock.now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.server.store = gone
+	f.Handle = f.server.routes()
+	if first := f.call("POST", "/charges", "alice", "k-1", visa); first.StatusCode < 400 {
+		t.Fatalf("first = %d %s, want no success for a commit that did not land", first.StatusCode, first.Body)
+	}
+	if n := f.charges(); n != 0 {
+		t.Fatalf("%d charge records after a fenced commit, want none", n)
+	}
+	f.server.store = healthy
+	f.Handle = f.server.routes()
+	retry := f.call("POST", "/charges", "alice", "k-1", visa)
+	effects := f.sim.Effects()
+	if retry.StatusCode != 201 || len(effects) != 1 || charged(t, retry).ID != effects[0].PaymentIntentID || f.charges() != 1 {
+		t.Fatalf("retry = %d %s, effects %+v, %d records: want the one charge, recorded once", retry.StatusCode, retry.Body, effects, f.charges())
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemkeys/idem/functions/internal/config"
 	"github.com/idemkeys/idem/functions/internal/emf"
@@ -37,9 +38,11 @@ func main() {
 	lambda.Start(samlocal.Serve(s.routes(), s.scopeClaim, s.log))
 }
 
-func newServer(ctx context.Context) (*server, error) {
+// newServer is the function as its cold start makes it, from the
+// environment; dbOpts adjust its DynamoDB client (a test's recorder).
+func newServer(ctx context.Context, dbOpts ...func(*dynamodb.Options)) (*server, error) {
 	log := config.Logger()
-	_, db, err := config.AWS(ctx)
+	_, db, err := config.AWS(ctx, dbOpts...)
 	if err != nil {
 		return nil, err
 	}

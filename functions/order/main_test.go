@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -11,7 +13,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkeys/idem/functions/internal/apitest"
 	"github.com/idemkeys/idem/local/dynamotest"
@@ -19,11 +23,21 @@ import (
 	"github.com/idemkeys/idem/pkg/idem/idemlambda"
 )
 
-func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
+// calls records the DynamoDB calls the function's code makes in these
+// tests, which its role must grant exactly (apitest.Main).
+var calls = &dynamotest.Actions{}
+
+func TestMain(m *testing.M) { os.Exit(apitest.Main(m, "OrderFunction", calls)) }
+
+// functionClient is the client the function's code is handed: its calls
+// are recorded.
+func functionClient(t *testing.T) *dynamodb.Client {
+	return dynamotest.Client(t, func(o *dynamodb.Options) { o.HTTPClient = calls })
+}
 
 type fixture struct {
 	apitest.Caller
-	raw    *dynamodb.Client
+	raw    *dynamodb.Client    // the test's own
 	calls  *dynamotest.Counter // the idempotency store's calls
 	tables []string
 }
@@ -33,12 +47,13 @@ func newFixture(t *testing.T, fastPath ...bool) *fixture {
 	raw := dynamotest.Client(t)
 	idemTable := dynamotest.Table(t, raw, "IdempotencyTable")
 	orders := dynamotest.Table(t, raw, "OrdersTable")
-	counter := &dynamotest.Counter{API: raw}
+	fn := functionClient(t)
+	counter := &dynamotest.Counter{API: fn}
 	store, err := idem.New(counter, idemTable)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &server{store: store, db: raw, table: orders, scopeClaim: "sub", fastPath: len(fastPath) > 0 && fastPath[0],
+	s := &server{store: store, db: fn, table: orders, scopeClaim: "sub", fastPath: len(fastPath) > 0 && fastPath[0],
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now}
 	return &fixture{
 		Caller: apitest.Caller{T: t, Routes: apitest.Function(t, "OrderFunction").Routes, Handle: s.routes()},
@@ -222,5 +237,80 @@ func TestRetriedPostReplaysWhateverThePath(t *testing.T) {
 		if again.StatusCode != 201 || again.Body != first.Body || again.Headers[idemlambda.HeaderReplayed] != "true" {
 			t.Errorf("POST %s = %d %s, want the first order replayed", raw, again.StatusCode, again.Body)
 		}
+	}
+}
+
+// The function as its cold start makes it, from the environment the
+// template gives it, checks the idempotency table and creates an order
+// once per key.
+func TestColdStartMakesAWorkingFunctionFromItsEnvironment(t *testing.T) {
+	f := newFixture(t)
+	for k, v := range map[string]string{
+		"IDEMPOTENCY_TABLE": f.tables[0], "ORDERS_TABLE": f.tables[1], "ORDER_FAST_PATH": "false",
+		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+	} {
+		t.Setenv(k, v)
+	}
+	s, err := newServer(context.Background(), func(o *dynamodb.Options) { o.HTTPClient = calls })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.log = slog.New(slog.DiscardHandler)
+	f.Handle = s.routes()
+	first := f.Call("POST", "/orders", "alice", "k-1", tea)
+	again := f.Call("POST", "/orders", "alice", "k-1", tea)
+	if first.StatusCode != 201 || again.Body != first.Body || apitest.Items(t, f.raw, f.tables[1]) != 1 {
+		t.Fatalf("first %d %s, again %d %s: want one order, replayed", first.StatusCode, first.Body, again.StatusCode, again.Body)
+	}
+}
+
+// A commit that fails with no answer about the record (a network error
+// after the SDK's retries) lapses the lease, keeping the key bound to its
+// request: the answer says to retry, nothing is written, and the retry
+// creates the order once.
+func TestAFailedCommitLapsesTheKeyAndItsRetryCreatesOnce(t *testing.T) {
+	f := newFixture(t)
+	failed := false
+	f.calls.Before = func(op string) error {
+		if op == "TransactWriteItems" && !failed {
+			failed = true
+			return errors.New("connection reset by peer")
+		}
+		return nil
+	}
+	if first := f.Call("POST", "/orders", "alice", "k-1", tea); first.StatusCode < 500 || first.Headers["Retry-After"] == "" {
+		t.Fatalf("first = %d %v %s, want a 5xx with Retry-After", first.StatusCode, first.Headers, first.Body)
+	}
+	if f.calls.Get("UpdateItem") == 0 || apitest.Items(t, f.raw, f.tables[1]) != 0 {
+		t.Fatalf("calls %v, %d orders: want the lease lapsed and no order", f.calls.Calls(), apitest.Items(t, f.raw, f.tables[1]))
+	}
+	if retry := f.Call("POST", "/orders", "alice", "k-1", tea); retry.StatusCode != 201 || apitest.Items(t, f.raw, f.tables[1]) != 1 {
+		t.Fatalf("retry = %d %s, want the one order created", retry.StatusCode, retry.Body)
+	}
+}
+
+// A record deleted by hand under its holder (bypassing idemctl, which
+// refuses a key in progress) fences the holder's commit: finding no
+// record, the commit reads the key once, writes nothing and answers no
+// success; the retry creates the order once.
+func TestARecordDeletedUnderItsHolderFencesItsCommit(t *testing.T) {
+	f := newFixture(t)
+	f.calls.Before = func(op string) error {
+		if op == "TransactWriteItems" {
+			pk := map[string]types.AttributeValue{idem.AttrPK: &types.AttributeValueMemberS{Value: "5:alice:k-1"}}
+			_, err := f.raw.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String(f.tables[0]), Key: pk})
+			return err
+		}
+		return nil
+	}
+	if first := f.Call("POST", "/orders", "alice", "k-1", tea); first.StatusCode < 400 || apitest.Items(t, f.raw, f.tables[1]) != 0 {
+		t.Fatalf("first = %d %s, want no success and no order", first.StatusCode, first.Body)
+	}
+	if f.calls.Get("GetItem") != 1 {
+		t.Fatalf("calls %v: want the one read of a commit that found no record", f.calls.Calls())
+	}
+	f.calls.Before = nil
+	if retry := f.Call("POST", "/orders", "alice", "k-1", tea); retry.StatusCode != 201 || apitest.Items(t, f.raw, f.tables[1]) != 1 {
+		t.Fatalf("retry = %d %s, want the one order created", retry.StatusCode, retry.Body)
 	}
 }

@@ -18,11 +18,12 @@ func TestOrderOutcomesAreEmittedAsEMFLines(t *testing.T) {
 	idemTable := dynamotest.Table(t, raw, "IdempotencyTable")
 	orders := dynamotest.Table(t, raw, "OrdersTable")
 	var out proc.Output
-	store, err := idem.New(raw, idemTable, func(o *idem.Options) { o.Metrics = emf.New(&out, "order") })
+	fn := functionClient(t)
+	store, err := idem.New(fn, idemTable, func(o *idem.Options) { o.Metrics = emf.New(&out, "order") })
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &server{store: store, db: raw, table: orders, scopeClaim: "sub", log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now}
+	s := &server{store: store, db: fn, table: orders, scopeClaim: "sub", log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now}
 	c := apitest.Caller{T: t, Routes: apitest.Function(t, "OrderFunction").Routes, Handle: s.routes()}
 
 	c.Call("POST", "/orders", "alice", "k-1", tea)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemkeys/idem/functions/internal/config"
 	"github.com/idemkeys/idem/functions/internal/emf"
@@ -27,29 +28,32 @@ import (
 )
 
 func main() {
-	if err := run(context.Background()); err != nil {
+	handle, err := newHandler(context.Background())
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "orderstats:", err)
 		os.Exit(1)
 	}
+	lambda.Start(handle)
 }
 
-func run(ctx context.Context) error {
+// newHandler is the function as its cold start makes it, from the
+// environment; dbOpts adjust its DynamoDB client (a test's recorder).
+func newHandler(ctx context.Context, dbOpts ...func(*dynamodb.Options)) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
 	log := config.Logger()
-	_, db, err := config.AWS(ctx)
+	_, db, err := config.AWS(ctx, dbOpts...)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	table, err := config.Env("ORDER_STATS_TABLE")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	store, err := config.Store(ctx, db, log, func(o *idem.Options) { o.TTL, o.Metrics = MarkerTTL, emf.New(os.Stdout, "orderstats") })
 	if err != nil {
-		return err
+		return nil, err
 	}
 	p := &projector{db: db, table: table, now: time.Now, log: log}
-	lambda.Start(idemlambda.SQS(store, p.project, func(o *idemlambda.ConsumerOptions[events.SQSMessage]) {
+	return idemlambda.SQS(store, p.project, func(o *idemlambda.ConsumerOptions[events.SQSMessage]) {
 		o.Scope, o.Key, o.Logger = consumer, eventID, log
-	}))
-	return nil
+	}), nil
 }

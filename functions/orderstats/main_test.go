@@ -21,7 +21,11 @@ import (
 	"github.com/idemkeys/idem/pkg/idem/idemlambda"
 )
 
-func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
+// calls records the DynamoDB calls the function's code makes in these
+// tests, which its role must grant exactly (apitest.Main).
+var calls = &dynamotest.Actions{}
+
+func TestMain(m *testing.M) { os.Exit(apitest.Main(m, "OrderStatsFunction", calls)) }
 
 // change is a stream record of OrdersTable, as the pipe delivers it.
 func change(t *testing.T, eventID, name, scope, order string, quantities ...int) string {
@@ -89,6 +93,7 @@ type consumerFixture struct {
 	idem   string
 	logs   *strings.Builder
 	now    time.Time
+	store  *dynamotest.Counter // the idempotency store's calls
 	handle func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
 }
 
@@ -98,11 +103,13 @@ func newConsumer(t *testing.T) *consumerFixture {
 	f.stats = dynamotest.Table(t, f.raw, "OrderStatsTable")
 	f.idem = dynamotest.Table(t, f.raw, "IdempotencyTable")
 	clock := func() time.Time { return f.now }
-	store, err := idem.New(f.raw, f.idem, func(o *idem.Options) { o.TTL, o.Clock = MarkerTTL, clock })
+	fn := dynamotest.Client(t, func(o *dynamodb.Options) { o.HTTPClient = calls }) // the function's: its calls are recorded
+	f.store = &dynamotest.Counter{API: fn}
+	store, err := idem.New(f.store, f.idem, func(o *idem.Options) { o.TTL, o.Clock = MarkerTTL, clock })
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &projector{db: f.raw, table: f.stats, now: clock, log: slog.New(slog.NewJSONHandler(f.logs, nil))}
+	p := &projector{db: fn, table: f.stats, now: clock, log: slog.New(slog.NewJSONHandler(f.logs, nil))}
 	f.handle = idemlambda.SQS(store, p.project, func(o *idemlambda.ConsumerOptions[events.SQSMessage]) { o.Scope, o.Key = consumer, eventID })
 	return f
 }
@@ -242,5 +249,59 @@ func TestLastOrderIsTheNewestByCreationTime(t *testing.T) {
 	}
 	if n := f.count(t, "alice"); n != "5" {
 		t.Fatalf("order_count %s, want 5", n)
+	}
+}
+
+// The function as its cold start makes it, from the environment the
+// template gives it, checks the idempotency table and counts an event once
+// however often it is delivered.
+func TestColdStartMakesAWorkingFunctionFromItsEnvironment(t *testing.T) {
+	f := newConsumer(t)
+	for k, v := range map[string]string{
+		"IDEMPOTENCY_TABLE": f.idem, "ORDER_STATS_TABLE": f.stats,
+		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+	} {
+		t.Setenv(k, v)
+	}
+	handle, err := newHandler(context.Background(), func(o *dynamodb.Options) { o.HTTPClient = calls })
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := events.SQSMessage{MessageId: "m1", Body: change(t, "e1", "INSERT", "alice", "o1", 2)}
+	for range 2 {
+		if resp, err := handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg}}); err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("%+v, %v", resp, err)
+		}
+	}
+	if n := f.count(t, "alice"); n != "1" {
+		t.Fatalf("order_count %s, want the event counted once", n)
+	}
+}
+
+// A processed marker deleted by hand under its holder (bypassing idemctl,
+// which refuses a key in progress) fences the holder's commit: finding no
+// record, the commit reads the key once and counts nothing; the message is
+// reported failed, and its redelivery counts the order once.
+func TestAMarkerDeletedUnderItsHolderFencesItsCommit(t *testing.T) {
+	f := newConsumer(t)
+	f.store.Before = func(op string) error {
+		if op == "TransactWriteItems" {
+			pk := strconv.Itoa(len(consumer)) + ":" + consumer + ":e1"
+			_, err := f.raw.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String(f.idem),
+				Key: map[string]types.AttributeValue{idem.AttrPK: &types.AttributeValueMemberS{Value: pk}}})
+			return err
+		}
+		return nil
+	}
+	batch := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: change(t, "e1", "INSERT", "alice", "o1", 2)}}}
+	if resp, err := f.handle(context.Background(), batch); err != nil || len(resp.BatchItemFailures) != 1 || f.count(t, "alice") != "0" {
+		t.Fatalf("%+v, %v, count %s: want m1 failed and nothing counted", resp, err, f.count(t, "alice"))
+	}
+	if f.store.Get("GetItem") != 1 {
+		t.Fatalf("calls %v: want the one read of a commit that found no record", f.store.Calls())
+	}
+	f.store.Before = nil
+	if resp, err := f.handle(context.Background(), batch); err != nil || len(resp.BatchItemFailures) != 0 || f.count(t, "alice") != "1" {
+		t.Fatalf("redelivery: %+v, %v, count %s: want the order counted once", resp, err, f.count(t, "alice"))
 	}
 }

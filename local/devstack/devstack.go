@@ -121,7 +121,7 @@ func (s *Stack) startEngine(ctx context.Context, o Options) error {
 	s.Endpoint = endpoint
 	what := "the engine at " + dynamo.EndpointEnv
 	if engine != nil {
-		what = engine.String() + ", log in " + logf.Name()
+		what = engine.String() + ", answering " + engine.Reach() + ", log in " + logf.Name()
 	}
 	s.step("  ready at %s (%s), %v", endpoint, what, time.Since(start).Round(time.Millisecond))
 	s.Vars = map[string]string{dynamo.EndpointEnv: endpoint, "IDEM_LEASE": o.Lease}

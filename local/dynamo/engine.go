@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"sync"
 	"time"
 
@@ -63,7 +62,11 @@ var ErrNoEngine = errors.New("no local DynamoDB engine: run " + installer + " (m
 type Engine struct {
 	Endpoint string
 	Jar      string // the DynamoDBLocal.jar it runs
-	run      *dynamolocal.Engine
+	// Listens is where it can be reached (dynamolocal.Engine.Listens):
+	// "127.0.0.1:PORT" in a network namespace of its own, "*:PORT" (every
+	// address) where none could be had.
+	Listens string
+	run     *dynamolocal.Engine
 }
 
 // Start starts DynamoDB Local in memory on a free loopback port and waits
@@ -74,10 +77,11 @@ func Start(ctx context.Context, logw io.Writer) (*Engine, error) {
 	return StartAt(ctx, "127.0.0.1", 0, logw)
 }
 
-// StartAt is Start listening on host and port: "0.0.0.0" for containers to
+// StartAt is Start answering on host and port: "0.0.0.0" for containers to
 // reach it, port 0 for a free one. Endpoint names host, or 127.0.0.1 for an
-// unspecified host. DynamoDB Local listens on every address; host only names
-// the endpoint.
+// unspecified host. On Linux the engine runs in a network namespace of its
+// own and is reached only through host and port; where no namespace can be
+// had it listens on every address (Listens says which), and logw says so.
 func StartAt(ctx context.Context, host string, port int, logw io.Writer) (*Engine, error) {
 	jar, err := Jar(logw)
 	if err != nil {
@@ -85,14 +89,11 @@ func StartAt(ctx context.Context, host string, port int, logw io.Writer) (*Engin
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	run, err := dynamolocal.Start(ctx, jar, dynamolocal.Options{Port: port, FreePort: proc.FreePort, Log: logw})
+	run, err := dynamolocal.Start(ctx, jar, dynamolocal.Options{Port: port, FreePort: proc.FreePort, Host: host, Log: logw})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoEngine, err)
 	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		host = "127.0.0.1"
-	}
-	return &Engine{Endpoint: "http://" + net.JoinHostPort(host, strconv.Itoa(run.Port)), Jar: jar, run: run}, nil
+	return &Engine{Endpoint: run.Endpoint, Jar: jar, Listens: run.Listens, run: run}, nil
 }
 
 var install sync.Mutex
@@ -145,6 +146,20 @@ func (e *Engine) Stop() error {
 
 // String names the engine for progress lines: "DynamoDB Local 3.3.1".
 func (e *Engine) String() string { return "DynamoDB Local " + JarVersion(e.Jar) }
+
+// Reach says for progress lines where the engine answers: "on
+// 127.0.0.1:8000 only", or on every address of this machine, as asked
+// (StartAt's host "0.0.0.0") or for want of a network namespace ("*:8000").
+func (e *Engine) Reach() string {
+	host, _, _ := net.SplitHostPort(e.Listens)
+	switch ip := net.ParseIP(host); {
+	case host == "*":
+		return "on every address of this machine (" + e.Listens + "), with no network namespace for it here"
+	case ip != nil && ip.IsUnspecified():
+		return "on every address of this machine (" + e.Listens + "), as asked"
+	}
+	return "on " + e.Listens + " only"
+}
 
 // releaseLine is the first entry of the release notes in the README.txt that
 // AWS ships beside the jar: "2026-05-28 (3.3.1)".

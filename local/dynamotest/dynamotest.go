@@ -29,7 +29,8 @@ import (
 // Main runs the tests of m against a local engine and returns the exit code
 // for os.Exit. It sets DYNAMODB_ENDPOINT for the tests when it starts one.
 func Main(m *testing.M) int {
-	if os.Getenv(dynamo.EndpointEnv) == "" && os.Getenv(dynamo.JarEnv) == "" {
+	shared = os.Getenv(dynamo.EndpointEnv) != ""
+	if !shared && os.Getenv(dynamo.JarEnv) == "" {
 		jar, err := dynamo.Jar(os.Stderr) // the project's pinned jar, installed by its script if absent
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "dynamotest:", err)
@@ -45,6 +46,14 @@ func Main(m *testing.M) int {
 	os.Setenv(dynamo.EndpointEnv, endpoint)
 	return idemtest.Main(m)
 }
+
+// shared: the engine is one DYNAMODB_ENDPOINT named, not this binary's own.
+var shared bool
+
+// Shared says whether the engine is one that DYNAMODB_ENDPOINT named when
+// Main began (started by hand, perhaps serving other test binaries at
+// once), rather than one this test binary started for itself.
+func Shared() bool { return shared }
 
 // Client returns a client for the engine that Main chose.
 func Client(t testing.TB, optFns ...func(*dynamodb.Options)) *dynamodb.Client {

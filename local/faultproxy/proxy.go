@@ -158,27 +158,35 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.target.ServeHTTP(w, r)
 		return
 	}
-	reached := func() {
-		if f.Reached != nil {
-			f.Reached()
-		}
+	switch f.Kind {
+	case CommitThenDrop, HoldAfter:
+		p.afterTheEngine(w, r, f)
+	default:
+		f.reached()
+		p.beforeTheEngine(w, r, f, body)
 	}
+}
+
+func (f Fault) reached() {
+	if f.Reached != nil {
+		f.Reached()
+	}
+}
+
+// beforeTheEngine injects a fault that acts before the engine sees the
+// request, or instead of it.
+func (p *Proxy) beforeTheEngine(w http.ResponseWriter, r *http.Request, f Fault, body []byte) {
 	switch f.Kind {
 	case Throttle:
-		reached()
 		dynamoError(w, http.StatusBadRequest, "ThrottlingException", "Rate of requests exceeds the allowed throughput.")
 	case ServerError:
-		reached()
 		dynamoError(w, http.StatusInternalServerError, "InternalServerError", "Internal server error")
 	case Latency:
-		reached()
 		time.Sleep(f.Delay)
 		p.target.ServeHTTP(w, r)
 	case ResetBefore:
-		reached()
 		hangUp(w)
 	case LandLate:
-		reached()
 		late := r.Clone(context.WithoutCancel(r.Context()))
 		p.late.Add(1)
 		go func() {
@@ -189,24 +197,26 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}()
 		hangUp(w)
 	case TransactionConflict:
-		reached()
 		dynamoError(w, http.StatusBadRequest, "TransactionConflictException", "Transaction is ongoing for the item")
-	case CommitThenDrop:
-		rec := &discard{header: http.Header{}}
-		p.target.ServeHTTP(rec, r) // the engine acts; its answer goes nowhere
-		reached()
-		hangUp(w)
-	case HoldAfter:
-		rec := &discard{header: http.Header{}}
-		p.target.ServeHTTP(rec, r) // the engine acts; its answer waits
-		reached()
-		time.Sleep(f.Delay)
-		for k, v := range rec.header {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(rec.status)
-		w.Write(rec.body.Bytes())
 	}
+}
+
+// afterTheEngine lets the engine act on the request, then drops its answer
+// (CommitThenDrop) or holds it for f.Delay (HoldAfter).
+func (p *Proxy) afterTheEngine(w http.ResponseWriter, r *http.Request, f Fault) {
+	rec := &discard{header: http.Header{}}
+	p.target.ServeHTTP(rec, r) // the engine acts; its answer goes nowhere, or waits
+	f.reached()
+	if f.Kind == CommitThenDrop {
+		hangUp(w)
+		return
+	}
+	time.Sleep(f.Delay)
+	for k, v := range rec.header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(rec.status)
+	w.Write(rec.body.Bytes())
 }
 
 func dynamoError(w http.ResponseWriter, status int, typ, msg string) {

@@ -37,40 +37,17 @@ func (s *Simulator) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fault, faulted := s.nextFault(r.PostForm.Get("description"))
-	if faulted && fault.Kind != HangAfterEffect {
-		fault.reached()
-	}
-	switch {
-	case faulted && fault.Kind == Delay:
-		if !wait(r, fault.Delay) {
-			return
-		}
-	case faulted && fault.Kind == NotJSON:
-		w.Header().Set("Content-Type", "text/html")
-		w.WriteHeader(orDefault(fault.Status, http.StatusForbidden))
-		w.Write([]byte("<html><body><h1>Request blocked</h1></body></html>"))
-		return
-	case faulted && fault.Kind == KeyInUse:
-		writeKeyInUse(w)
+	if faulted && !fault.beforeTheKey(w, r) {
 		return
 	}
-
 	key := r.Header.Get("Idempotency-Key")
 	entry, replay, conflict := s.reserve(key, paramsHash(r.URL.Path, r.PostForm))
 	switch {
 	case conflict != "":
 		writeJSON(w, http.StatusBadRequest, apiError("idempotency_error", "", conflict))
 		return
-	case replay && entry == nil:
-		writeKeyInUse(w)
-		return
-	case replay && faulted && fault.Kind == DropAfterEffect:
-		drop(w) // the network loses a replay's answer as it does any other
-		return
 	case replay:
-		w.Header().Set("Idempotent-Replayed", "true")
-		w.Header().Set("Original-Request", entry.requestID)
-		writeRaw(w, entry.status, entry.body, "")
+		replayed(w, entry, faulted && fault.Kind == DropAfterEffect)
 		return
 	}
 	status, body, began := s.execute(r, key, fault, faulted)
@@ -85,6 +62,46 @@ func (s *Simulator) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeRaw(w, status, body, entryRequestID(entry))
+}
+
+// beforeTheKey acts out the faults that come before the key is looked at
+// (all but HangAfterEffect are reached here), and says whether the request
+// goes on: a delay does, an answer that is not the provider's and a 409 do
+// not.
+func (f Fault) beforeTheKey(w http.ResponseWriter, r *http.Request) bool {
+	if f.Kind != HangAfterEffect {
+		f.reached()
+	}
+	switch f.Kind {
+	case Delay:
+		return wait(r, f.Delay)
+	case NotJSON:
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(orDefault(f.Status, http.StatusForbidden))
+		w.Write([]byte("<html><body><h1>Request blocked</h1></body></html>"))
+		return false
+	case KeyInUse:
+		writeKeyInUse(w)
+		return false
+	}
+	return true
+}
+
+// replayed answers a request under a key already used with the same
+// parameters: 409 while the first still executes (entry nil), else the
+// saved answer marked as a replay, or, when dropped, no answer at all (the
+// network loses a replay's answer as it does any other).
+func replayed(w http.ResponseWriter, entry *stored, dropped bool) {
+	switch {
+	case entry == nil:
+		writeKeyInUse(w)
+	case dropped:
+		drop(w)
+	default:
+		w.Header().Set("Idempotent-Replayed", "true")
+		w.Header().Set("Original-Request", entry.requestID)
+		writeRaw(w, entry.status, entry.body, "")
+	}
 }
 
 // drop closes the connection instead of answering; false if it cannot.

@@ -125,7 +125,7 @@ func (s *Services) startEngine(ctx context.Context, o Options) (string, error) {
 		return "", err
 	}
 	s.closers = append(s.closers, func() { e.Stop() })
-	s.Endpoint, s.Engine = e.Endpoint, e.String()
+	s.Endpoint, s.Engine = e.Endpoint, e.String()+", answering "+e.Reach()
 	u, _ := url.Parse(e.Endpoint)
 	return u.Port(), nil
 }

@@ -361,56 +361,127 @@ func TestStoredResponsesOfAnyStatusReplay(t *testing.T) {
 	}
 }
 
-// TestExpiredRecordIsTreatedAsAbsent holds that a record past its
-// expires_at is absent to the protocol whether the engine's TTL has deleted
-// it yet or not: DynamoDB deletes expired items in the background, within
-// days; DynamoDB Local within about a second.
+// TestExpiredRecordIsTreatedAsAbsent holds the library's promise that a
+// record past its expires_at is absent to every call, whether TTL has
+// deleted it yet or not: DynamoDB deletes expired items in the background,
+// within days. Each case writes a record, then moves the store's clock past
+// its expires_at; the engine, whose TTL runs on the real time, leaves the
+// item in place (checked), so no case waits on a sweep. The last case
+// deletes the item as TTL would.
 func TestExpiredRecordIsTreatedAsAbsent(t *testing.T) {
 	ttl := idem.MinTTL
-	reclaim := func(t *testing.T, f *fixture) {
-		t.Helper()
-		var runs atomic.Int32
-		ctx := context.Background()
-		res, err := f.Store.Do(ctx, req("alice", "k1", `{"v":2}`), f.createOrder("alice", "o2", &runs))
-		if err != nil || res.Replayed || runs.Load() != 1 || res.Response.StatusCode != 201 {
-			t.Fatalf("got %+v, %v after %d runs; want another body under the expired key to run its work once", res, err, runs.Load())
-		}
-		res, err = f.Store.Do(ctx, req("alice", "k1", `{"v":2}`), f.createOrder("alice", "o2", &runs))
-		if err != nil || !res.Replayed || runs.Load() != 1 {
-			t.Fatalf("its retry: got %+v, %v after %d runs; want the new answer replayed", res, err, runs.Load())
+	cache := func(o *idem.Options) { o.TTL, o.Cache = ttl, idem.CacheOptions{MaxEntries: 10, MaxBytes: 1 << 20} }
+	cases := []struct {
+		name    string
+		opts    func(*idem.Options)
+		leave   func(t *testing.T, f *fixture) // the record, before it expires
+		deleted bool                           // then gone from the table, as TTL deletes it
+	}{
+		{"completed", func(o *idem.Options) { o.TTL = ttl }, completedRecord, false},
+		{"completed, and replayed from the cache", cache, func(t *testing.T, f *fixture) {
+			completedRecord(t, f)
+			if res, err := f.Store.Do(context.Background(), req("alice", "k1", `{"v":1}`), f.createOrder("alice", "o1", nil)); err != nil || !res.Replayed {
+				t.Fatalf("got %+v, %v; want the replay that fills the cache", res, err)
+			}
+		}, false},
+		{"in progress, its holder dead", func(o *idem.Options) { o.TTL = ttl }, func(t *testing.T, f *fixture) { claimOnly(t, f, ttl) }, false},
+		{"deleted from the table", func(o *idem.Options) { o.TTL = ttl }, completedRecord, true},
+	}
+	for _, tc := range cases {
+		for _, call := range expiredCalls {
+			t.Run(tc.name+"/"+call.name, func(t *testing.T) {
+				f := newFixture(t, tc.opts)
+				tc.leave(t, f)
+				f.Clock.Advance(ttl + time.Minute)
+				if tc.deleted {
+					f.deleteRecord("alice", "k1")
+				} else if f.Record("alice", "k1") == nil {
+					t.Fatal("the expired record is gone from the table: the case would not test what it says")
+				}
+				call.check(t, f)
+			})
 		}
 	}
-	t.Run("still in the table", func(t *testing.T) {
-		f := newFixture(t, func(o *idem.Options) { o.TTL = ttl })
-		if _, err := f.Store.Do(context.Background(), req("alice", "k1", `{"v":1}`), f.createOrder("alice", "o1", nil)); err != nil {
-			t.Fatal(err)
-		}
-		// Past expires_at by the store's clock, not by the engine's (the
-		// real time), so the engine's TTL leaves the item in place.
-		f.Clock.Advance(ttl + time.Minute)
-		if f.Record("alice", "k1") == nil {
-			t.Fatal("expected the expired item to be still present")
-		}
-		reclaim(t, f)
+}
+
+// completedRecord leaves (alice, k1) completed for the body {"v":1}.
+func completedRecord(t *testing.T, f *fixture) {
+	t.Helper()
+	if _, err := f.Store.Do(context.Background(), req("alice", "k1", `{"v":1}`), f.createOrder("alice", "o1", nil)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// claimOnly leaves (alice, k1) claimed for {"v":1} by a holder whose
+// process stops for good in the work: it never sends its commit nor a
+// lapse. (Its goroutine stays blocked until the test binary exits, as a
+// frozen process would.)
+func claimOnly(t *testing.T, f *fixture, ttl time.Duration) {
+	t.Helper()
+	holder := f.NewStore(func(o *idem.Options) { o.TTL = ttl })
+	claimed := make(chan struct{})
+	go holder.Do(context.Background(), req("alice", "k1", `{"v":1}`), func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		close(claimed)
+		select {}
 	})
-	t.Run("deleted by the engine's TTL", func(t *testing.T) {
-		f := newFixture(t, func(o *idem.Options) { o.TTL = ttl })
-		// Written expired on purpose: from a clock set back past the TTL,
-		// so its expires_at is an hour behind the real time.
-		f.Clock.Advance(-(ttl + time.Hour))
-		if _, err := f.Store.Do(context.Background(), req("alice", "k1", `{"v":1}`), f.createOrder("alice", "o1", nil)); err != nil {
-			t.Fatal(err)
+	<-claimed
+	if str(f.Record("alice", "k1"), "status") != "IN_PROGRESS" {
+		t.Fatal("the holder's claim is not in the table")
+	}
+}
+
+// deleteRecord deletes (scope, key)'s record, as TTL does.
+func (f *fixture) deleteRecord(scope, key string) {
+	f.T.Helper()
+	pk := strconv.Itoa(len(scope)) + ":" + scope + ":" + key
+	if _, err := f.Raw.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String(f.Table),
+		Key: map[string]types.AttributeValue{idem.AttrPK: &types.AttributeValueMemberS{Value: pk}}}); err != nil {
+		f.T.Fatal(err)
+	}
+}
+
+// expiredCalls are every call of a Store on an expired (alice, k1), each
+// with what it must do: as if there were no record.
+var expiredCalls = []struct {
+	name  string
+	check func(t *testing.T, f *fixture)
+}{
+	{"Do with the same request runs it again", func(t *testing.T, f *fixture) {
+		runsOnce(t, f, f.Store.Do, `{"v":1}`, "o2")
+	}},
+	{"Do with another request runs it", func(t *testing.T, f *fixture) {
+		runsOnce(t, f, f.Store.Do, `{"v":2}`, "o2")
+	}},
+	{"DoAtomic with the same request runs it again", func(t *testing.T, f *fixture) {
+		runsOnce(t, f, f.Store.DoAtomic, `{"v":1}`, "o2")
+	}},
+	{"DoAtomic with another request runs it", func(t *testing.T, f *fixture) {
+		runsOnce(t, f, f.Store.DoAtomic, `{"v":2}`, "o2")
+	}},
+	{"Inspect finds no record", func(t *testing.T, f *fixture) {
+		if rec, err := f.Store.Inspect(context.Background(), "alice", "k1"); !errors.Is(err, idem.ErrNoRecord) {
+			t.Fatalf("Inspect = %+v, %v; want ErrNoRecord", rec, err)
 		}
-		f.Clock.Advance(ttl + time.Hour)
-		deadline := time.Now().Add(30 * time.Second)
-		for f.Record("alice", "k1") != nil {
-			if time.Now().After(deadline) {
-				t.Fatal("the engine's TTL did not delete the expired record within 30 s")
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		reclaim(t, f)
-	})
+	}},
+}
+
+// runsOnce sends body under (alice, k1) through do: its work runs once,
+// its write commits, and the retry replays its answer (DoAtomic's retry
+// runs the work again before it finds the record, and commits nothing).
+func runsOnce(t *testing.T, f *fixture, do func(context.Context, idem.Request, idem.Work) (idem.Result, error), body, order string) {
+	t.Helper()
+	var runs atomic.Int32
+	res, err := do(context.Background(), req("alice", "k1", body), f.createOrder("alice", order, &runs))
+	if err != nil || res.Replayed || runs.Load() != 1 || res.Response.StatusCode != 201 || string(res.Response.Body) != `{"order_id":"`+order+`"}` {
+		t.Fatalf("got %+v, %v after %d runs; want the work run once, as on a key with no record", res, err, runs.Load())
+	}
+	if f.Order("alice", order) == nil {
+		t.Fatalf("the work's write of %s did not commit", order)
+	}
+	res, err = do(context.Background(), req("alice", "k1", body), f.createOrder("alice", order, nil))
+	if err != nil || !res.Replayed || string(res.Response.Body) != `{"order_id":"`+order+`"}` {
+		t.Fatalf("its retry: got %+v, %v; want the new answer replayed", res, err)
+	}
 }
 
 func TestScopesAreSeparateOperations(t *testing.T) {

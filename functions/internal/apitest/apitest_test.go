@@ -2,6 +2,7 @@ package apitest
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -41,5 +42,30 @@ func TestCallSendsWhatAPIGatewaySends(t *testing.T) {
 	c.Call("POST", "/orders", "", "", `{}`)
 	if got.RequestContext.Authorizer != nil {
 		t.Errorf("sub \"\": authorizer context %+v", got.RequestContext.Authorizer)
+	}
+}
+
+// RoleProblems names each action a function's tests called that its role
+// does not grant, and, once every test ran, each it grants that no test
+// called: here the charge's role beside calls that add a DeleteItem on the
+// charges and lack the marker's.
+func TestRoleProblemsNameWhatTheRoleAndTheCallsDisagreeOn(t *testing.T) {
+	needed := map[string][]string{
+		"IdempotencyTable": {"dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+		"ChargesTable":     {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+		"AttemptsTable":    {"dynamodb:GetItem", "dynamodb:PutItem"},
+	}
+	called := "the tests of ChargeFunction call dynamodb:DeleteItem on ChargesTable, which its role does not grant"
+	unused := "ChargeFunction's role grants dynamodb:DeleteItem on AttemptsTable, which none of its tests calls"
+	for _, tc := range []struct {
+		every bool
+		want  []string
+	}{{true, []string{unused, called}}, {false, []string{called}}} {
+		got, err := RoleProblems("ChargeFunction", needed, tc.every)
+		slices.Sort(got)
+		slices.Sort(tc.want)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("every test ran %v: %q, %v; want %q", tc.every, got, err, tc.want)
+		}
 	}
 }

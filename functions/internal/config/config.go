@@ -34,17 +34,18 @@ func Logger() *slog.Logger {
 }
 
 // AWS loads the AWS configuration and a DynamoDB client. DYNAMODB_ENDPOINT,
-// when set, points the client at a local engine.
-func AWS(ctx context.Context) (aws.Config, *dynamodb.Client, error) {
+// when set, points the client at a local engine; optFns adjust the client
+// further (a test's recording HTTP client).
+func AWS(ctx context.Context, optFns ...func(*dynamodb.Options)) (aws.Config, *dynamodb.Client, error) {
 	cfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
 		return aws.Config{}, nil, fmt.Errorf("load AWS config: %w", err)
 	}
-	db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+	db := dynamodb.NewFromConfig(cfg, append([]func(*dynamodb.Options){func(o *dynamodb.Options) {
 		if ep := os.Getenv("DYNAMODB_ENDPOINT"); ep != "" {
 			o.BaseEndpoint = aws.String(ep)
 		}
-	})
+	}}, optFns...)...)
 	return cfg, db, nil
 }
 

@@ -7,22 +7,34 @@
 // some were). Lines that are not test2json events pass through as they
 // come, so make's own lines (• fuzz FuzzX) stay in place.
 //
-// It exits 1 when anything failed or when no test ran at all.
+// With -fuzz, the fuzz targets the run means to run ("pkg:FuzzX ...", as
+// make fuzz lists them), the summary also says which of them never
+// started ("• fuzz FuzzX for N" never came): make test runs them only
+// after every package passed, and stops at the first that fails, so a
+// failure would otherwise hide them without a word. The closing line ends
+// with "; not run: N fuzz targets" then.
+//
+// It exits 1 when anything failed, when a planned fuzz target did not
+// run, or when no test ran at all.
 package main
 
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
 )
 
 func main() {
-	os.Exit(run(os.Stdin, os.Stdout, time.Now))
+	fuzz := flag.String("fuzz", "", "the fuzz targets the run means to run, pkg:FuzzX separated by spaces")
+	flag.Parse()
+	os.Exit(run(os.Stdin, os.Stdout, time.Now, strings.Fields(*fuzz)))
 }
 
 // event is one line of test2json (go doc test2json), with the build
@@ -61,16 +73,24 @@ type summary struct {
 	pkgTime float64 // the packages' own times, added up
 	start   time.Time
 	now     func() time.Time
+	planned []string        // fuzz targets, pkg:FuzzX
+	fuzzed  map[string]bool // the fuzz targets that started
 }
 
-func run(in io.Reader, out io.Writer, now func() time.Time) int {
-	s := &summary{out: out, pkgs: map[string]*pkg{}, builds: map[string][]string{}, start: now(), now: now}
+// fuzzStart is the line make fuzz prints as a target starts.
+var fuzzStart = regexp.MustCompile(`^• fuzz (Fuzz\w+) for `)
+
+func run(in io.Reader, out io.Writer, now func() time.Time, planned []string) int {
+	s := &summary{out: out, pkgs: map[string]*pkg{}, builds: map[string][]string{}, start: now(), now: now, planned: planned, fuzzed: map[string]bool{}}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		var e event
 		if !strings.HasPrefix(line, "{") || json.Unmarshal([]byte(line), &e) != nil || e.Action == "" {
+			if m := fuzzStart.FindStringSubmatch(line); m != nil {
+				s.fuzzed[m[1]] = true
+			}
 			fmt.Fprintln(out, line)
 			continue
 		}
@@ -188,14 +208,42 @@ func (s *summary) finish() int {
 	if s.skipped > 0 {
 		closing += fmt.Sprintf(", %d skipped", s.skipped)
 	}
+	notRun := s.notRun()
+	if len(notRun) > 0 {
+		why := "they never started"
+		if s.failed > 0 || len(s.pkgFail) > 0 {
+			why = "a failure came first, and make test stops at it"
+		}
+		fmt.Fprintf(s.out, "not run (%s): %s\n", why, strings.Join(notRun, ", "))
+		closing += fmt.Sprintf("; not run: %d fuzz %s", len(notRun), plural(len(notRun), "target", "targets"))
+	}
 	fmt.Fprintln(s.out, closing)
 	switch {
-	case s.failed > 0 || len(s.pkgFail) > 0:
+	case s.failed > 0 || len(s.pkgFail) > 0 || len(notRun) > 0:
 		return 1
 	case s.passed == 0:
 		return 1
 	}
 	return 0
+}
+
+// notRun are the planned fuzz targets that never started.
+func (s *summary) notRun() []string {
+	var out []string
+	for _, p := range s.planned {
+		name := p[strings.LastIndexByte(p, ':')+1:]
+		if !s.fuzzed[name] {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // short is a package path without the module's prefix.

@@ -32,9 +32,9 @@ func goTestJSON(t *testing.T, files map[string]string) []byte {
 	return out
 }
 
-func summarise(in []byte) (string, int) {
+func summarise(in []byte, planned ...string) (string, int) {
 	var out bytes.Buffer
-	code := run(bytes.NewReader(in), &out, time.Now)
+	code := run(bytes.NewReader(in), &out, time.Now, planned)
 	return out.String(), code
 }
 
@@ -101,5 +101,76 @@ func TestSummaryOfAPassingRunExitsZero(t *testing.T) {
 	}
 	if out, code := summarise(nil); code != 1 || lastLine(out) != "0 passed, 0 failed" {
 		t.Errorf("no input: exit %d:\n%s", code, out)
+	}
+}
+
+// TestFuzzTargetsThatDidNotRunAreNamed: given the fuzz targets the run
+// means to run, the summary names those that never started, and the
+// closing line counts them: all of them when a test failed first (make test
+// then skips the fuzz runs), the rest when one fuzz run failed (make fuzz
+// stops at it). A run of every planned target says nothing of the kind.
+func TestFuzzTargetsThatDidNotRunAreNamed(t *testing.T) {
+	failing := goTestJSON(t, map[string]string{
+		"a/a_test.go": "package a\nimport \"testing\"\nfunc TestFails(t *testing.T) { t.Error(\"no\") }\n",
+	})
+	passing := goTestJSON(t, map[string]string{
+		"a/a_test.go": "package a\nimport \"testing\"\nfunc TestPasses(t *testing.T) {}\n",
+	})
+	planned := []string{"internal/x:FuzzOne", "internal/y:FuzzTwo"}
+	cases := []struct {
+		name, notRun, closing string
+		in                    []byte
+		code                  int
+	}{
+		{"a test failed", "not run (a failure came first, and make test stops at it): FuzzOne, FuzzTwo", "0 passed, 1 failed; not run: 2 fuzz targets", failing, 1},
+		{"the first fuzz run failed", "not run (a failure came first, and make test stops at it): FuzzTwo", "1 passed, 1 failed; not run: 1 fuzz target",
+			append(append(append([]byte{}, passing...), "• fuzz FuzzOne for 10x\n"...), failing...), 1},
+		{"every one ran", "", "3 passed, 0 failed",
+			append(append(append(append(append([]byte{}, passing...), "• fuzz FuzzOne for 10x\n"...), passing...), "• fuzz FuzzTwo for 10x\n"...), passing...), 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, code := summarise(tc.in, planned...)
+			if tc.notRun != "" && !strings.Contains(out, tc.notRun) || tc.notRun == "" && strings.Contains(out, "not run") {
+				t.Errorf("want %q said:\n%s", tc.notRun, out)
+			}
+			if lastLine(out) != tc.closing || code != tc.code {
+				t.Errorf("closing line %q, exit %d; want %q, exit %d\n%s", lastLine(out), code, tc.closing, tc.code, out)
+			}
+		})
+	}
+}
+
+// TestTheMakefileTellsTheSummaryEveryFuzzTarget: make test hands testsum
+// the fuzz targets of make fuzz's loop (FUZZ_TARGETS, read from the loop),
+// every one of the loop's and nothing else.
+func TestTheMakefileTellsTheSummaryEveryFuzzTarget(t *testing.T) {
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make here")
+	}
+	out, err := exec.Command("make", "-s", "--no-print-directory", "-C", root, "print-fuzz-targets").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make print-fuzz-targets: %v\n%s", err, out)
+	}
+	listed := strings.Fields(string(out))
+	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the loop runs: every pkg:FuzzX between "fuzz:" and its "done".
+	loop := string(mk)[strings.Index(string(mk), "\nfuzz:"):]
+	loop = loop[:strings.Index(loop, "done")]
+	var want []string
+	for _, f := range strings.Fields(strings.NewReplacer("\\", " ", ";", " ").Replace(loop)) {
+		if strings.Contains(f, ":Fuzz") {
+			want = append(want, f)
+		}
+	}
+	if len(want) == 0 || strings.Join(listed, " ") != strings.Join(want, " ") {
+		t.Fatalf("FUZZ_TARGETS is %v; make fuzz's loop runs %v", listed, want)
 	}
 }

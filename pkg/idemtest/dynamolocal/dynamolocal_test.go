@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -28,7 +29,8 @@ import (
 // script that execs it with fakeEnv set), and the jar it is handed says what
 // that fake engine does, one of the modes of fakeEngine. It runs in the
 // jar's directory, as the real engine does, and records there what it was
-// run with ("calls", a line a start) and its pid ("pid").
+// run with ("calls", a line a start) and its pid ("pid", written whole at
+// once: a reader never sees it empty).
 const (
 	fakeEnv    = "DYNAMOLOCAL_FAKE_JAVA"
 	starterEnv = "DYNAMOLOCAL_STARTER" // the jar a helper process starts, then exits without Stop
@@ -37,6 +39,9 @@ const (
 func TestMain(m *testing.M) {
 	if os.Getenv(fakeEnv) != "" {
 		os.Exit(fakeEngine(os.Args[1:]))
+	}
+	if os.Getenv(probeEnv) != "" {
+		os.Exit(probe())
 	}
 	if jar := os.Getenv(starterEnv); jar != "" {
 		if _, err := dynamolocal.Start(context.Background(), jar, dynamolocal.Options{}); err != nil {
@@ -81,7 +86,7 @@ func fakeEngine(args []string) int {
 	f, _ := os.OpenFile("calls", os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	fmt.Fprintln(f, strings.Join(args, " "))
 	f.Close()
-	os.WriteFile("pid", []byte(strconv.Itoa(os.Getpid())), 0o644)
+	writeWhole("pid", os.Getpid())
 	word, _ := os.ReadFile(jar)
 	switch mode := strings.TrimSpace(string(word)); mode {
 	case "old":
@@ -96,11 +101,11 @@ func fakeEngine(args []string) int {
 			fmt.Println(err)
 			return 1
 		}
-		os.WriteFile("child", []byte(strconv.Itoa(child.Process.Pid)), 0o644)
+		writeWhole("child", child.Process.Pid)
 	case "stubborn":
 		signal.Ignore(syscall.SIGTERM)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:"+port)
+	l, err := net.Listen("tcp", ":"+port) // every address, as DynamoDB Local listens
 	if err != nil {
 		fmt.Println("fake engine: cannot listen:", err)
 		return 1
@@ -108,6 +113,13 @@ func fakeEngine(args []string) int {
 	fmt.Println("fake engine listening on", port)
 	http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusBadRequest) }))
 	return 1
+}
+
+// writeWhole writes pid into name by a rename, so that a reader polling for
+// name never reads it before the pid is in it.
+func writeWhole(name string, pid int) {
+	os.WriteFile(name+".tmp", []byte(strconv.Itoa(pid)), 0o644)
+	os.Rename(name+".tmp", name)
 }
 
 // jar is a DynamoDBLocal.jar in a directory of its own that makes the fake
@@ -181,6 +193,9 @@ func TestStartRunsTheJarInMemoryWithOneDatabaseAndWaitsForItsAnswer(t *testing.T
 	if want := "http://127.0.0.1:" + strconv.Itoa(e.Port); e.Endpoint != want || e.Port == 0 {
 		t.Errorf("Endpoint %q, Port %d; want %s on the port the kernel chose", e.Endpoint, e.Port, want)
 	}
+	if want := "127.0.0.1:" + strconv.Itoa(e.Port); namespaces(t) && e.Listens != want {
+		t.Errorf("Listens %q, want %s: the engine in a namespace of its own", e.Listens, want)
+	}
 	if err := dynamolocal.Ping(context.Background(), e.Endpoint); err != nil {
 		t.Errorf("the engine Start returned does not answer: %v", err)
 	}
@@ -205,13 +220,17 @@ func TestStartRunsTheJarInMemoryWithOneDatabaseAndWaitsForItsAnswer(t *testing.T
 }
 
 // Stop ends the engine's process group, and an engine that ignores SIGTERM
-// too (5 seconds later).
+// too (5 seconds later), in a namespace of its own or not.
 func TestStopEndsTheEngineAndWhatItStarted(t *testing.T) {
-	for _, mode := range []string{"child", "stubborn"} {
-		t.Run(mode, func(t *testing.T) {
+	for _, tc := range []struct {
+		mode        string
+		hostNetwork bool
+	}{{"child", false}, {"stubborn", false}, {"child", true}, {"stubborn", true}} {
+		mode := tc.mode
+		t.Run(fmt.Sprintf("%s, host network %v", mode, tc.hostNetwork), func(t *testing.T) {
 			t.Parallel()
 			j := jar(t, mode)
-			e, err := dynamolocal.Start(context.Background(), j, dynamolocal.Options{})
+			e, err := dynamolocal.Start(context.Background(), j, dynamolocal.Options{HostNetwork: tc.hostNetwork})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -227,35 +246,36 @@ func TestStopEndsTheEngineAndWhatItStarted(t *testing.T) {
 }
 
 // A port is drawn again when the engine does not come up on it, three times
-// in all; a port given is tried once.
+// in all; a port given is tried once. In a namespace of its own the engine
+// is not even started on a port taken: the forwarder cannot listen on it.
 func TestAPortTakenBeforeTheEngineBindsItIsDrawnAgain(t *testing.T) {
 	t.Parallel()
-	busy := boundPort(t)
-	free := func() int {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		return l.Addr().(*net.TCPAddr).Port
-	}()
+	busy, free := boundPort(t), freePort(t)
 	cases := []struct {
-		name   string
-		port   int   // Options.Port
-		draws  []int // what FreePort hands out, in turn
-		starts int
-		on     int // the port it comes up on; 0: it fails
+		name        string
+		hostNetwork bool
+		port        int   // Options.Port
+		draws       []int // what FreePort hands out, in turn
+		starts      int
+		on          int    // the port it comes up on; 0: it fails
+		says        string // in the error when it fails
 	}{
-		{"taken, then free", 0, []int{busy, free}, 2, free},
-		{"taken every time", 0, []int{busy, busy, busy, free}, 3, 0},
-		{"a port given, taken", busy, []int{free}, 1, 0},
+		{"taken, then free", true, 0, []int{busy, free}, 2, free, ""},
+		{"taken every time", true, 0, []int{busy, busy, busy, free}, 3, 0, "cannot listen"},
+		{"a port given, taken", true, busy, []int{free}, 1, 0, "cannot listen"},
+		{"in a namespace: taken, then free", false, 0, []int{busy, free}, 1, free, ""},
+		{"in a namespace: taken every time", false, 0, []int{busy, busy, busy, free}, 0, 0, "address already in use"},
+		{"in a namespace: a port given, taken", false, busy, []int{free}, 0, 0, "address already in use"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			if !tc.hostNetwork && !namespaces(t) {
+				t.Skip("no network namespace here")
+			}
 			j := jar(t, "serve")
 			var mu sync.Mutex
 			draws := tc.draws
-			o := dynamolocal.Options{Port: tc.port, FreePort: func() (int, error) {
+			o := dynamolocal.Options{Port: tc.port, HostNetwork: tc.hostNetwork, FreePort: func() (int, error) {
 				mu.Lock()
 				defer mu.Unlock()
 				p := draws[0]
@@ -264,12 +284,13 @@ func TestAPortTakenBeforeTheEngineBindsItIsDrawnAgain(t *testing.T) {
 			}}
 			e, err := dynamolocal.Start(context.Background(), j, o)
 			defer e.Stop()
-			if calls := strings.Count(recorded(t, j, "calls"), "\n") + 1; calls != tc.starts {
-				t.Errorf("the engine started %d times, want %d", calls, tc.starts)
+			calls, _ := os.ReadFile(filepath.Join(filepath.Dir(j), "calls"))
+			if n := strings.Count(string(calls), "\n"); n != tc.starts {
+				t.Errorf("the engine started %d times, want %d", n, tc.starts)
 			}
 			if tc.on == 0 {
-				if err == nil || !strings.Contains(err.Error(), "exited before it answered") || !strings.Contains(err.Error(), "cannot listen") {
-					t.Fatalf("Start: %v; want the engine's exit, with its output", err)
+				if err == nil || !strings.Contains(err.Error(), tc.says) {
+					t.Fatalf("Start: %v; want an error saying %q", err, tc.says)
 				}
 				return
 			}
@@ -278,6 +299,131 @@ func TestAPortTakenBeforeTheEngineBindsItIsDrawnAgain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// freePort is a loopback port free now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// The engine in its namespace answers on 127.0.0.1 and on none of this
+// machine's other addresses; with the host's network (the control, as
+// where no namespace can be had) it answers on them too, and so it does in
+// its namespace when Options.Host asks for every address ("0.0.0.0", for
+// containers).
+func TestTheEngineAnswersOnlyOnLoopback(t *testing.T) {
+	t.Parallel()
+	others := otherAddresses(t)
+	if len(others) == 0 {
+		t.Skip("this machine has no address but loopback")
+	}
+	if !namespaces(t) {
+		t.Skip("no network namespace here: the engine listens on every address, as Start says (TestWithoutANamespaceStartSaysWhereTheEngineListens)")
+	}
+	for _, tc := range []struct {
+		hostNetwork bool
+		host        string
+		elsewhere   bool // answers on the other addresses
+		listens     string
+	}{{false, "", false, "127.0.0.1:"}, {true, "", true, "*:"}, {false, "0.0.0.0", true, "0.0.0.0:"}} {
+		t.Run(fmt.Sprintf("host network %v, host %q", tc.hostNetwork, tc.host), func(t *testing.T) {
+			e, err := dynamolocal.Start(context.Background(), jar(t, "serve"), dynamolocal.Options{HostNetwork: tc.hostNetwork, Host: tc.host, Log: io.Discard})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Stop()
+			if e.Listens != tc.listens+strconv.Itoa(e.Port) || e.Endpoint != "http://127.0.0.1:"+strconv.Itoa(e.Port) {
+				t.Errorf("Listens %q, Endpoint %q; want %s%d, on 127.0.0.1", e.Listens, e.Endpoint, tc.listens, e.Port)
+			}
+			if err := dynamolocal.Ping(context.Background(), "http://127.0.0.1:"+strconv.Itoa(e.Port)); err != nil {
+				t.Fatalf("no answer on 127.0.0.1: %v", err)
+			}
+			for _, ip := range others {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				err := dynamolocal.Ping(ctx, "http://"+net.JoinHostPort(ip, strconv.Itoa(e.Port)))
+				cancel()
+				if answered := err == nil; answered != tc.elsewhere {
+					t.Errorf("on %s: answered %v (%v), want %v (Listens %q)", ip, answered, err, tc.elsewhere, e.Listens)
+				}
+			}
+		})
+	}
+}
+
+// otherAddresses are this machine's IPv4 addresses but loopback, as
+// `ip -4 addr` shows them.
+func otherAddresses(t *testing.T) []string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+			out = append(out, n.IP.String())
+		}
+	}
+	return out
+}
+
+// Where the engine has no namespace of its own, Start says where it
+// listens: Listens, and a line on Log.
+func TestWithoutANamespaceStartSaysWhereTheEngineListens(t *testing.T) {
+	t.Parallel()
+	var log strings.Builder
+	e, err := dynamolocal.Start(context.Background(), jar(t, "serve"), dynamolocal.Options{HostNetwork: true, Log: &syncWriter{w: &log}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Stop()
+	want := "*:" + strconv.Itoa(e.Port)
+	if e.Listens != want {
+		t.Errorf("Listens %q, want %q", e.Listens, want)
+	}
+	if !strings.Contains(log.String(), "DynamoDB Local listens on every address of this machine ("+want+")") {
+		t.Errorf("the log says %q; want where the engine listens", log.String())
+	}
+}
+
+// Without a Log, that line goes to standard error. Not parallel: it
+// replaces os.Stderr.
+func TestWithoutANamespaceOrALogStartSaysItOnStandardError(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := os.Stderr
+	os.Stderr = w
+	e, err := dynamolocal.Start(context.Background(), jar(t, "serve"), dynamolocal.Options{HostNetwork: true})
+	os.Stderr = stderr
+	w.Close()
+	said, _ := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Stop()
+	if !strings.Contains(string(said), "DynamoDB Local listens on every address of this machine (*:"+strconv.Itoa(e.Port)+")") {
+		t.Errorf("standard error got %q; want where the engine listens", said)
+	}
+}
+
+// syncWriter is a Writer for the engine's output and Start's own lines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
 
 // boundPort is a loopback port that a socket of this process holds without
@@ -321,25 +467,36 @@ func TestNoJavaIsNamed(t *testing.T) {
 }
 
 func TestAnEngineThatDoesNotAnswerIsStoppedWhenCtxEnds(t *testing.T) {
-	t.Parallel()
-	j := jar(t, "mute")
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { // once the engine runs
-		for _, err := os.Stat(filepath.Join(filepath.Dir(j), "pid")); err != nil; _, err = os.Stat(filepath.Join(filepath.Dir(j), "pid")) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		cancel()
-	}()
-	draws := 0
-	_, err := dynamolocal.Start(ctx, j, dynamolocal.Options{FreePort: func() (int, error) { draws++; return boundPort(t), nil }})
-	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "did not answer") {
-		t.Fatalf("Start: %v; want context.Canceled, with the engine named", err)
-	}
-	if engine := pid(t, j, "pid"); alive(engine) {
-		t.Errorf("the engine (pid %d) runs on after Start gave up on it", engine)
-	}
-	if draws != 1 {
-		t.Errorf("%d ports drawn, want 1: an ended ctx draws no other", draws)
+	for _, hostNetwork := range []bool{false, true} {
+		t.Run(fmt.Sprintf("host network %v", hostNetwork), func(t *testing.T) {
+			t.Parallel()
+			j := jar(t, "mute")
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() { // once the engine runs
+				for _, err := os.Stat(filepath.Join(filepath.Dir(j), "pid")); err != nil; _, err = os.Stat(filepath.Join(filepath.Dir(j), "pid")) {
+					time.Sleep(10 * time.Millisecond)
+				}
+				cancel()
+			}()
+			draws := 0
+			// A port nothing answers on: bound, and not listening, for an
+			// engine of the host's network; free for the forwarder of one
+			// in a namespace, behind which the engine does not answer.
+			port := boundPort(t)
+			if !hostNetwork {
+				port = freePort(t)
+			}
+			_, err := dynamolocal.Start(ctx, j, dynamolocal.Options{HostNetwork: hostNetwork, FreePort: func() (int, error) { draws++; return port, nil }})
+			if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "did not answer") {
+				t.Fatalf("Start: %v; want context.Canceled, with the engine named", err)
+			}
+			if engine := pid(t, j, "pid"); alive(engine) {
+				t.Errorf("the engine (pid %d) runs on after Start gave up on it", engine)
+			}
+			if draws != 1 {
+				t.Errorf("%d ports drawn, want 1: an ended ctx draws no other", draws)
+			}
+		})
 	}
 }
 

@@ -1,0 +1,127 @@
+package dynamolocal
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// forwarder answers for an engine in a namespace of its own: each
+// connection it accepts is joined to one the helper made to the engine
+// inside and handed back over ctl.
+type forwarder struct {
+	ln  net.Listener
+	ctl *net.UnixConn // one request at a time, under ask
+
+	ask   sync.Mutex
+	mu    sync.Mutex
+	conns map[net.Conn]bool // open, to close with the forwarder
+}
+
+func (f *forwarder) serve() {
+	for {
+		c, err := f.ln.Accept()
+		if err != nil {
+			return // closed
+		}
+		go f.join(c)
+	}
+}
+
+// errNotAnswering: the engine does not accept connections (yet).
+var errNotAnswering = errors.New("the engine does not answer in its namespace")
+
+// engineConn asks the helper for a connection to the engine.
+func (f *forwarder) engineConn() (net.Conn, error) {
+	f.ask.Lock()
+	defer f.ask.Unlock()
+	f.ctl.SetDeadline(time.Now().Add(5 * time.Second))
+	defer f.ctl.SetDeadline(time.Time{})
+	if _, err := f.ctl.Write([]byte{'?'}); err != nil {
+		return nil, err
+	}
+	b, oob := make([]byte, 1), make([]byte, syscall.CmsgSpace(4))
+	_, oobn, _, _, err := f.ctl.ReadMsgUnix(b, oob)
+	switch {
+	case err != nil:
+		return nil, err
+	case b[0] != 'C':
+		return nil, errNotAnswering
+	}
+	msgs, err := syscall.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return nil, errors.Join(errNotAnswering, err)
+	}
+	fds, err := syscall.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		return nil, errors.Join(errNotAnswering, err)
+	}
+	file := os.NewFile(uintptr(fds[0]), "engine")
+	defer file.Close()
+	return net.FileConn(file)
+}
+
+// join copies between a client and the engine until both are done, each
+// direction's end passed on as a half close.
+func (f *forwarder) join(c net.Conn) {
+	e, err := f.engineConn()
+	if err != nil {
+		c.Close()
+		return
+	}
+	if !f.track(c, e) {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		io.Copy(e, c)
+		e.(*net.TCPConn).CloseWrite()
+		close(done)
+	}()
+	io.Copy(c, e)
+	c.(*net.TCPConn).CloseWrite()
+	<-done
+	f.untrack(c, e)
+}
+
+// track keeps c and e to close with the forwarder; false, having closed
+// them, once it is closed.
+func (f *forwarder) track(c, e net.Conn) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.conns == nil {
+		c.Close()
+		e.Close()
+		return false
+	}
+	f.conns[c], f.conns[e] = true, true
+	return true
+}
+
+func (f *forwarder) untrack(c, e net.Conn) {
+	c.Close()
+	e.Close()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.conns, c)
+	delete(f.conns, e)
+}
+
+// close stops accepting and closes every connection; nil does nothing.
+func (f *forwarder) close() {
+	if f == nil {
+		return
+	}
+	f.ln.Close()
+	f.ctl.Close()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for c := range f.conns {
+		c.Close()
+	}
+	f.conns = nil
+}
