@@ -42,7 +42,6 @@ var public = map[string]string{
 	"github.com/idemkeys/idem/pkg/idemtest":             "idemtest.txt",
 	"github.com/idemkeys/idem/pkg/idemtest/dynamolocal": "dynamolocal.txt",
 	"github.com/idemkeys/idem/pkg/idemclient":           "idemclient.txt",
-	"github.com/idemkeys/idem/pkg/httpapi":              "httpapi.txt",
 }
 
 func TestAPI(t *testing.T) {

@@ -12,10 +12,11 @@ import (
 	"testing"
 )
 
-// codeDirs hold every Go file that can answer a problem: the library,
-// the functions and the commands. local/ is the test bed and is left out
+// codeDirs hold every Go file that can answer a problem: the library (and
+// the internal packages it shares with the example API), the functions and
+// the commands. local/ is the test bed and is left out
 // (its provider simulator speaks Stripe's codes, not ours).
-var codeDirs = []string{"pkg", "functions", "cmd"}
+var codeDirs = []string{"pkg", "internal", "functions", "cmd"}
 
 // problemCodes are the problem codes the code can answer, found in the
 // source rather than listed by hand, so the list follows the code wherever

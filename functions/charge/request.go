@@ -12,7 +12,7 @@ import (
 	"golang.org/x/text/currency"
 
 	"github.com/idemkeys/idem/functions/internal/httpx"
-	"github.com/idemkeys/idem/pkg/httpapi"
+	"github.com/idemkeys/idem/internal/httpapi"
 )
 
 // chargeRequest is the body of POST /charges.

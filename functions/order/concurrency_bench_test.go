@@ -24,8 +24,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkeys/idem/functions/internal/httpx"
+	"github.com/idemkeys/idem/internal/httpapi"
 	"github.com/idemkeys/idem/local/measure"
-	"github.com/idemkeys/idem/pkg/httpapi"
 )
 
 // engineVersion is DynamoDB Local's, as local/ensure-dynamodb-local.sh pins it.

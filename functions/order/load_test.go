@@ -25,11 +25,11 @@ import (
 
 	"github.com/idemkeys/idem/functions/internal/apitest"
 	"github.com/idemkeys/idem/functions/internal/httpx"
+	"github.com/idemkeys/idem/internal/httpapi"
 	"github.com/idemkeys/idem/local/apigw"
 	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/local/measure"
 	"github.com/idemkeys/idem/local/proc"
-	"github.com/idemkeys/idem/pkg/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 

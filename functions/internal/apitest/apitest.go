@@ -16,12 +16,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemkeys/idem/functions/internal/httpx"
+	"github.com/idemkeys/idem/internal/httpapi"
 	"github.com/idemkeys/idem/local/apigw"
 	"github.com/idemkeys/idem/local/devstack"
 	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/template"
 	"github.com/idemkeys/idem/local/template/templatetest"
-	"github.com/idemkeys/idem/pkg/httpapi"
 )
 
 // Function loads the template and returns the function with logicalID.

@@ -12,7 +12,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/idemkeys/idem/functions/internal/httpx"
-	"github.com/idemkeys/idem/pkg/httpapi"
+	"github.com/idemkeys/idem/internal/httpapi"
 )
 
 // whoami answers 200 with the scope the idem adapter would take, or its 401.

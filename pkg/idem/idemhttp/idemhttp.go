@@ -34,7 +34,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemkeys/idem/pkg/httpapi"
+	"github.com/idemkeys/idem/internal/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
 	"github.com/idemkeys/idem/pkg/idem/internal/door"
 )
@@ -111,8 +111,7 @@ type Options[E any] struct {
 // lease is lapsed, and the retry runs the handler again). The door answers
 // StatusCode with problem details whose code is Code and whose detail is
 // Message, without Retry-After. A nil *Refusal returned as an error
-// refuses nothing. The doors take an *httpapi.Refusal (the same fields)
-// alike.
+// refuses nothing.
 type Refusal struct {
 	StatusCode int    // the answer's status, a 4xx
 	Code       string // the problem's code: stable, machine-readable

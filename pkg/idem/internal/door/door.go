@@ -19,7 +19,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/idemkeys/idem/pkg/httpapi"
+	"github.com/idemkeys/idem/internal/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 

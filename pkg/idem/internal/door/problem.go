@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/idemkeys/idem/pkg/httpapi"
+	"github.com/idemkeys/idem/internal/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 

@@ -39,10 +39,8 @@ func (r *Refusal) Error() string {
 // TransientError is a failure the client should retry: a front door's
 // handler returns it, the lease is lapsed and nothing is stored, and the
 // door answers StatusCode (503 when it is not a 5xx) with Retry-After and
-// the problem Code.
-//
-// Deprecated: return an idemhttp.TransientError (the same fields), the type
-// the doors document; they still take this one alike.
+// the problem Code. It is the doors' own form of idemhttp.TransientError,
+// the type users return (the same fields).
 type TransientError struct {
 	StatusCode int
 	RetryAfter time.Duration
