@@ -62,8 +62,9 @@ type Options struct {
 	// outcome and an event for each step (default: otel.GetTracerProvider(),
 	// looked up per call). While it records nothing (no SDK set, or a
 	// no-op provider) a call starts no span and allocates nothing for one.
-	// A span, like a log line, never carries the key, the scope, the body,
-	// a header or the response: KeyHash names the key.
+	// A span never carries the key, the scope, the body, a header or the
+	// response: KeyHash names the key. DESIGN.md, "Observability", lists
+	// what it does carry.
 	TracerProvider trace.TracerProvider
 	// Cache, when both its bounds are set, keeps completed responses in the
 	// execution environment (off by default): a replay found there costs no

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idemkeys/idem/local/faultproxy"
 	"github.com/idemkeys/idem/pkg/idem"
@@ -399,6 +400,67 @@ func TestEveryPathIsOneSpanWithItsOutcomeAndSteps(t *testing.T) {
 		tr.last(t).check(t, want{name: do, outcome: idem.OutcomeLapsed, calls: 2, errType: "panic",
 			steps: []string{"idem.claim won", "idem.work panic", "idem.lapse lapsed"}})
 	})
+	t.Run("a business condition answered by its ConflictFunc", func(t *testing.T) {
+		tr := newTracer(t)
+		f := newFixture(t, tr.opt)
+		if _, err := f.Raw.PutItem(ctx, &dynamodb.PutItemInput{TableName: &f.Business, Item: f.OrderPut(secretScope, "taken", "existing").Put.Item}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := f.Store.Do(ctx, secretReq, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+			tx.Add(f.OrderPut(secretScope, "taken", "new"), func(map[string]types.AttributeValue) (idem.Response, error) {
+				return idem.Response{StatusCode: 409, Body: []byte(secretResponse)}, nil
+			})
+			return idem.Response{StatusCode: 201}, nil
+		})
+		if err != nil || res.Response.StatusCode != 409 {
+			t.Fatalf("got %+v, %v; want the ConflictFunc's 409", res, err)
+		}
+		tr.last(t).check(t, want{name: do, outcome: idem.OutcomeExecuted, calls: 3,
+			steps: []string{"idem.claim won", "idem.work ok", "idem.conflict response", "idem.commit committed"}})
+	})
+	t.Run("a lapse whose answer was lost, read back as its own", func(t *testing.T) {
+		tr := newTracer(t)
+		f := newFixture(t)
+		proxy, store := f.proxied(tr.opt)
+		proxy.Inject(faultproxy.Fault{Op: "UpdateItem", Kind: faultproxy.CommitThenDrop})
+		if _, err := store.Do(ctx, secretReq, failing); err == nil {
+			t.Fatal("the failing work succeeded")
+		}
+		mustInject(t, proxy, faultproxy.CommitThenDrop, 1)
+		tr.last(t).check(t, want{name: do, outcome: idem.OutcomeLapsed, calls: 2, errType: "*errors.errorString",
+			steps: []string{"idem.claim won", "idem.work error", "idem.read_back lapse", "idem.lapse lapsed", "exception *errors.errorString"}})
+	})
+	t.Run("DoAtomic's commit whose outcome is unknown, handed back", func(t *testing.T) {
+		tr := newTracer(t)
+		f := newFixture(t, tr.opt)
+		f.DB.Before = func(op string) error {
+			if op == "TransactWriteItems" {
+				return errors.New("connection reset")
+			}
+			return nil
+		}
+		if _, err := f.Store.DoAtomic(ctx, secretReq, f.secretWork("o1")); err == nil {
+			t.Fatal("the commit that did not land succeeded")
+		}
+		tr.last(t).check(t, want{name: atomic, outcome: idem.OutcomeFailed, calls: 2, errType: "_OTHER",
+			steps: []string{"idem.work ok", "idem.commit unknown", "idem.hand_back handed", "idem.settle handed_back", "exception *fmt.wrapError"}})
+	})
+	t.Run("the DynamoDB calls are the span's children", func(t *testing.T) {
+		tr := newTracer(t)
+		f := newFixture(t)
+		spy := &contextSpy{DynamoDBAPI: f.DB}
+		s, err := idem.New(spy, f.Table, tr.opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Do(ctx, secretReq, f.secretWork("o1")); err != nil {
+			t.Fatal(err)
+		}
+		id := tr.last(t).SpanContext().SpanID()
+		if len(spy.parents) != 2 || spy.parents[0].SpanID() != id || spy.parents[1].SpanID() != id {
+			t.Fatalf("the DynamoDB calls' spans in context: %v, want the call's span %v for both", spy.parents, id)
+		}
+	})
 	t.Run("no span carries the key, the scope, the body or the response", func(t *testing.T) {
 		recorded.Lock()
 		defer recorded.Unlock()
@@ -433,4 +495,21 @@ func secretIn(s sdktrace.ReadOnlySpan) string {
 		}
 	}
 	return ""
+}
+
+// contextSpy keeps the span each write's context carries: the parent an
+// instrumented client (otelaws) gives the call's own span.
+type contextSpy struct {
+	idem.DynamoDBAPI
+	parents []trace.SpanContext
+}
+
+func (c *contextSpy) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	c.parents = append(c.parents, trace.SpanContextFromContext(ctx))
+	return c.DynamoDBAPI.PutItem(ctx, in, o...)
+}
+
+func (c *contextSpy) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	c.parents = append(c.parents, trace.SpanContextFromContext(ctx))
+	return c.DynamoDBAPI.TransactWriteItems(ctx, in, o...)
 }
