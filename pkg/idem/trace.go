@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"sync/atomic"
 	"time"
@@ -147,6 +148,9 @@ func (c *call) start(ctx context.Context) context.Context {
 	}
 	if c.rec {
 		c.span.SetAttributes(attrPathKey.String(c.path), attrKeyHashKey.String(KeyHash(c.req.Scope, c.req.Key)))
+		if c.s.opts.Logger.Enabled(ctx, slog.LevelWarn) {
+			c.log = c.log.With("trace_id", c.span.SpanContext().TraceID().String()) // from a log line to its trace
+		}
 	}
 	if c.rec || c.s.perCall != nil {
 		ctx = context.WithValue(ctx, callKey{c.s}, c)

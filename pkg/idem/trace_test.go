@@ -1,9 +1,11 @@
 package idem_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -512,4 +514,26 @@ func (c *contextSpy) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o .
 func (c *contextSpy) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	c.parents = append(c.parents, trace.SpanContextFromContext(ctx))
 	return c.DynamoDBAPI.TransactWriteItems(ctx, in, o...)
+}
+
+// A call's log lines name its trace, where it has one that records: from a
+// line to the call's span. Untraced, they are as they were.
+func TestLogLinesOfATracedCallNameItsTrace(t *testing.T) {
+	tr := newTracer(t)
+	var traced, plain bytes.Buffer
+	f := newFixture(t, tr.opt, func(o *idem.Options) { o.Logger = slog.New(slog.NewJSONHandler(&traced, nil)) })
+	if _, err := f.Store.Do(context.Background(), secretReq, f.secretWork("o1")); err != nil {
+		t.Fatal(err)
+	}
+	want := tr.last(t).SpanContext().TraceID().String()
+	if !strings.Contains(traced.String(), `"trace_id":"`+want+`"`) {
+		t.Fatalf("log %s, want trace_id %s", traced.String(), want)
+	}
+	s := f.NewStore(func(o *idem.Options) { o.Logger = slog.New(slog.NewJSONHandler(&plain, nil)) })
+	if _, err := s.Do(context.Background(), secretReq, f.secretWork("o1")); err != nil {
+		t.Fatal(err)
+	}
+	if plain.Len() == 0 || strings.Contains(plain.String(), "trace_id") {
+		t.Fatalf("untraced log %q, want a line without trace_id", plain.String())
+	}
 }
