@@ -53,7 +53,8 @@ type Options struct {
 	// time.Now). Tests move it to expire leases and records without sleeping.
 	Clock func() time.Time
 	// Logger receives one line per outcome (default: none). It never gets
-	// the key, the body or the response; only the scope and KeyHash.
+	// the key, the body or the response; only the scope and KeyHash (and
+	// the trace_id of a call whose span records).
 	Logger *slog.Logger
 	// Metrics receives each call's outcome and the lease time its work
 	// used (default: none). See Outcome.
