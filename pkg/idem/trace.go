@@ -86,8 +86,10 @@ type providerTracer struct {
 }
 
 func newTracing(tp trace.TracerProvider) *tracing {
-	t := &tracing{set: tp != nil}
-	if tp != nil && !noTracing(tp) {
+	// The global default, given as the option, is the global provider too:
+	// it delegates to the SDK once one is set.
+	t := &tracing{set: tp != nil && tp != globalDefault}
+	if t.set && !noTracing(tp) {
 		t.tracer = tp.Tracer(tracerName)
 	}
 	return t
@@ -152,7 +154,10 @@ func (c *call) start(ctx context.Context) context.Context {
 			c.log = c.log.With("trace_id", c.span.SpanContext().TraceID().String()) // from a log line to its trace
 		}
 	}
-	if c.rec || c.s.perCall != nil {
+	// A call of this Store's work that calls it again (nested) takes the
+	// place of the outer call in its context, so that its calls and steps
+	// are never counted as the outer's.
+	if c.rec || c.s.perCall != nil || c.s.callIn(ctx) != nil {
 		ctx = context.WithValue(ctx, callKey{c.s}, c)
 	}
 	return ctx

@@ -42,15 +42,22 @@ func TestTheGlobalProviderIsLookedUpPerCall(t *testing.T) {
 		t.Fatalf("the work's context carries span %v with no SDK set", sc)
 	}
 	def := otel.GetTracerProvider()
+	// The default given as the option is the global provider too.
+	given, err := idem.New(testbed.NewMemory(), "trace-table", func(o *idem.Options) { o.TracerProvider = def })
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec := tracetest.NewSpanRecorder()
 	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
 	t.Cleanup(func() { otel.SetTracerProvider(def) })
-	sc := spanOfWork(t, s, "k2")
-	if ended := rec.Ended(); len(ended) != 1 || ended[0].Name() != "idem.Do" || ended[0].SpanContext().SpanID() != sc.SpanID() {
-		t.Fatalf("spans %v, the work's %v: want the one idem.Do span, the work's parent", ended, sc)
+	for i, s := range []*idem.Store{s, given} {
+		sc := spanOfWork(t, s, "k2")
+		if ended := rec.Ended(); len(ended) != i+1 || ended[i].Name() != "idem.Do" || ended[i].SpanContext().SpanID() != sc.SpanID() {
+			t.Fatalf("store %d: spans %v, the work's %v: want one idem.Do span more, the work's parent", i, ended, sc)
+		}
 	}
 	otel.SetTracerProvider(def)
-	if sc := spanOfWork(t, s, "k3"); sc.IsValid() || len(rec.Ended()) != 1 {
+	if sc := spanOfWork(t, s, "k3"); sc.IsValid() || len(rec.Ended()) != 2 {
 		t.Fatalf("with the default back: the work's span %v, %d spans; want none more", sc, len(rec.Ended()))
 	}
 }

@@ -537,3 +537,45 @@ func TestLogLinesOfATracedCallNameItsTrace(t *testing.T) {
 		t.Fatalf("untraced log %q, want a line without trace_id", plain.String())
 	}
 }
+
+// rootsOnly samples a span without a parent and drops every other: an
+// inner call under a recorded one records nothing.
+type rootsOnly struct{}
+
+func (rootsOnly) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	if trace.SpanContextFromContext(p.ParentContext).IsValid() {
+		return sdktrace.SamplingResult{Decision: sdktrace.Drop}
+	}
+	return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample}
+}
+func (rootsOnly) Description() string { return "roots only" }
+
+// A work that calls its Store again makes a call of its own, whose
+// DynamoDB calls and steps are never the outer call's, even where its span
+// records nothing while the outer's does.
+func TestANestedCallIsNeverCountedAsTheOuter(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(rootsOnly{}), sdktrace.WithSpanProcessor(rec))
+	f := newFixture(t, func(o *idem.Options) { o.TracerProvider = tp })
+	ctx := context.Background()
+	_, err := f.Store.Do(ctx, secretReq, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		if _, err := f.Store.Do(ctx, req(secretScope, "inner-key", `{}`), f.secretWork("inner")); err != nil {
+			return idem.Response{}, err
+		}
+		return idem.Response{StatusCode: 201}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := rec.Ended()
+	if len(ended) != 1 {
+		t.Fatalf("%d spans recorded, want the outer call's alone", len(ended))
+	}
+	s := span{ended[0]}
+	if got := s.attr("idem.dynamodb.calls").AsInt64(); got != 2 {
+		t.Errorf("the outer call counts %d DynamoDB calls, want its own 2", got)
+	}
+	if want := []string{"idem.claim won", "idem.work ok", "idem.commit committed"}; !slices.Equal(s.steps(), want) {
+		t.Errorf("the outer call's steps %q, want %q", s.steps(), want)
+	}
+}
