@@ -154,7 +154,11 @@ func (s *Store) handBack(ctx context.Context, pk string, claim *types.Put) (hand
 			c.event(evHandBack, attrResultKey, "handed")
 			return true, nil, err // an earlier send of this hand-back landed
 		}
-		c.event(evHandBack, attrResultKey, "lost")
+		if err != nil {
+			c.event(evHandBack, attrResultKey, "failed")
+		} else {
+			c.event(evHandBack, attrResultKey, "lost")
+		}
 		return false, found, err
 	}
 	c.event(evHandBack, attrResultKey, "failed")

@@ -53,7 +53,7 @@ const (
 	evWork     = "idem.work"      // the work returned: result ok, error, panic
 	evConflict = "idem.conflict"  // a business write's condition failed: result its ConflictFunc's
 	evCommit   = "idem.commit"    // result committed, lost, unknown, failed
-	evSettle   = "idem.settle"    // an unknown commit settled: result lapsed, committed, lost, unknown
+	evSettle   = "idem.settle"    // an unknown commit settled: result lapsed, handed_back, committed, lost, gone, unknown, failed
 	evLapse    = "idem.lapse"     // result lapsed, lost, failed
 	evHandBack = "idem.hand_back" // result handed, lost, failed
 )
