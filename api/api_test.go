@@ -39,6 +39,7 @@ var public = map[string]string{
 	"github.com/idemkeys/idem/pkg/idem":                 "idem.txt",
 	"github.com/idemkeys/idem/pkg/idem/idemlambda":      "idemlambda.txt",
 	"github.com/idemkeys/idem/pkg/idem/idemhttp":        "idemhttp.txt",
+	"github.com/idemkeys/idem/pkg/idem/idemotel":        "idemotel.txt",
 	"github.com/idemkeys/idem/pkg/idemtest":             "idemtest.txt",
 	"github.com/idemkeys/idem/pkg/idemtest/dynamolocal": "dynamolocal.txt",
 	"github.com/idemkeys/idem/pkg/idemclient":           "idemclient.txt",

@@ -23,19 +23,23 @@ import (
 // not, ErrInProgress (or Options.Wait) for a live lease left by Do. A lapsed
 // lease of Do's, for the same request, is taken over and that holder fenced.
 // A first request and a replay each cost one call.
-func (s *Store) DoAtomic(ctx context.Context, req Request, work Work) (Result, error) {
-	c, err := s.newCall(ctx, req, "atomic")
+func (s *Store) DoAtomic(ctx context.Context, req Request, work Work) (res Result, err error) {
+	c, err := s.newCall(ctx, req, pathAtomic)
 	if err != nil {
 		return Result{}, err
 	}
+	ctx = c.start(ctx)
+	defer c.end(&res, &err)
 	if res, hit, err := c.cached(); hit {
 		return res, err
 	}
 	var tx Tx
 	resp, err := work(ctx, &tx)
 	if err != nil {
+		c.worked("error")
 		return Result{}, err
 	}
+	c.worked("ok")
 	var seen *record
 	for {
 		switch st := next(seen, req.Fingerprint, s.opts.Clock()); st {
@@ -45,9 +49,12 @@ func (s *Store) DoAtomic(ctx context.Context, req Request, work Work) (Result, e
 			}
 			cp := s.atomicCompletion(c, seen, tx.writes)
 			o := s.commit(ctx, cp, resp)
+			takeover := cp.put.ConditionExpression == exprTakeover
+			c.atomicCommitted(o, len(tx.writes), takeover)
 			if o.unknown {
 				o = s.settleAtomic(ctx, cp, o)
 			}
+			c.takeover = takeover && !o.lost && o.err == nil
 			if !o.lost {
 				return c.finish(o, cp.token, OutcomeFailed)
 			}
@@ -82,17 +89,26 @@ func (s *Store) atomicCompletion(c *call, seen *record, writes []queued) complet
 //
 // model: idem.pml's AReq settle; its negative control ATOMIC_SETTLE_LAPSE.
 func (s *Store) settleAtomic(ctx context.Context, cp completion, unknown outcome) outcome {
+	o, result := s.settleHandBack(ctx, cp, unknown)
+	s.callIn(ctx).event(evSettle, attrResultKey, result)
+	return o
+}
+
+// settleHandBack is settleAtomic's hand-back and its reading, with the
+// result in a word.
+func (s *Store) settleHandBack(ctx context.Context, cp completion, unknown outcome) (outcome, string) {
 	cause := unknown.err
 	handed, r, err := s.handBack(ctx, cp.pk, cp.put)
 	switch {
 	case err != nil && errors.Is(cause, ErrMisconfigured) && errors.Is(err, ErrMisconfigured):
-		return outcome{err: fmt.Errorf("%w (and the hand-back: %v)", cause, err)} // the configuration, as in settle
+		return outcome{err: fmt.Errorf("%w (and the hand-back: %v)", cause, err)}, "failed" // the configuration, as in settle
 	case err != nil:
-		return outcome{err: fmt.Errorf("idem: commit outcome unknown (it may still land), and it could not be handed back: %v", errors.Join(cause, err))}
+		return outcome{err: fmt.Errorf("idem: commit outcome unknown (it may still land), and it could not be handed back: %v", errors.Join(cause, err))}, "unknown"
 	case handed:
-		return outcome{err: fmt.Errorf("idem: commit failed, nothing written; the key is handed back to the request with a lapsed lease: %w", cause)}
+		return outcome{err: fmt.Errorf("idem: commit failed, nothing written; the key is handed back to the request with a lapsed lease: %w", cause)}, "handed_back"
 	case r != nil && r.Status == statusCompleted && r.LeaseToken == cp.token:
-		return outcome{res: Result{Response: withCookiesOf(r.response(), unknown.sent)}}
+		s.callIn(ctx).event(evReadBack, attrCallKey, "commit")
+		return outcome{res: Result{Response: withCookiesOf(r.response(), unknown.sent)}}, "committed"
 	}
-	return outcome{lost: true, seen: r}
+	return outcome{lost: true, seen: r}, "lost"
 }

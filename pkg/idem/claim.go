@@ -56,26 +56,34 @@ func (s *Store) claim(ctx context.Context, c *call, seen *record) (*lease, *reco
 	now := s.opts.Clock()
 	put := s.claimPut(c, seen, statusInProgress, now, now.Add(d))
 	l := &lease{pk: c.pk, token: token(put.Item), until: now.Add(d).UnixMilli(), duration: d, item: put.Item}
+	takeover := put.ConditionExpression == exprTakeover
 	err := s.misfit(retryConflicts(ctx, func(int) error {
 		_, err := s.db.PutItem(ctx, putInput(put))
 		return err
 	}))
 	if err == nil {
+		c.claimed(takeover, seen, "won")
 		return l, nil, nil
 	}
 	if ccf := conditionFailed(err); ccf != nil {
 		got, err := s.seen(ctx, c.pk, ccf.Item)
 		if err != nil {
+			c.claimed(takeover, seen, "failed")
 			return nil, nil, err
 		}
 		if got != nil && got.Status == statusInProgress && got.LeaseToken == l.token {
+			c.event(evReadBack, attrCallKey, "claim")
+			c.claimed(takeover, seen, "won")
 			return l, nil, nil // this claim landed; only its answer was lost
 		}
+		c.claimed(takeover, seen, "lost")
 		return nil, got, nil
 	}
 	if errors.Is(err, ErrMisconfigured) {
+		c.claimed(takeover, seen, "failed")
 		return nil, nil, err // the table itself refused the claim: nothing landed, no work ran
 	}
+	c.claimed(takeover, seen, "unknown")
 	// An earlier send may have landed (its answer lost, and a later one
 	// refused or conflicting), or may still land: hand the claim back at
 	// once rather than leave the request's own retries to wait out a lease
@@ -134,16 +142,26 @@ func (s *Store) handBack(ctx context.Context, pk string, claim *types.Put) (hand
 			return err
 		}))
 	})
+	c := s.callIn(ctx)
 	if err == nil {
+		c.event(evHandBack, attrResultKey, "handed")
 		return true, nil, nil
 	}
 	if ccf := conditionFailed(err); ccf != nil {
 		found, err = s.seen(hctx, pk, ccf.Item)
 		if found != nil && found.Status == statusInProgress && found.LeaseToken == lapsedToken(tok) {
+			c.event(evReadBack, attrCallKey, "hand_back")
+			c.event(evHandBack, attrResultKey, "handed")
 			return true, nil, err // an earlier send of this hand-back landed
+		}
+		if err != nil {
+			c.event(evHandBack, attrResultKey, "failed")
+		} else {
+			c.event(evHandBack, attrResultKey, "lost")
 		}
 		return false, found, err
 	}
+	c.event(evHandBack, attrResultKey, "failed")
 	return false, nil, fmt.Errorf("idem: hand-back: %w", err)
 }
 

@@ -85,12 +85,13 @@ type completion struct {
 // that is not this one's: seen, nil if gone), or failed (err; unknown when
 // the writes may have landed, sent then being the response it sent).
 type outcome struct {
-	res     Result
-	lost    bool
-	seen    *record
-	err     error
-	unknown bool
-	sent    Response
+	res      Result
+	lost     bool
+	seen     *record
+	err      error
+	unknown  bool
+	sent     Response
+	fromWork bool // err is the ConflictFunc's own
 }
 
 // completion is Do's: the record as claimed, completed, fenced on the lease.
@@ -250,6 +251,7 @@ func (s *Store) recordFailed(ctx context.Context, c completion, sent Response, i
 	case err != nil:
 		return outcome{err: fmt.Errorf("idem: commit outcome unknown: %w", err), unknown: true, sent: sent}
 	case r != nil && r.Status == statusCompleted && r.LeaseToken == c.token:
+		s.callIn(ctx).event(evReadBack, attrCallKey, "commit")
 		return outcome{res: Result{Response: withCookiesOf(r.response(), sent)}}
 	}
 	return outcome{lost: true, seen: r}
@@ -263,12 +265,16 @@ func (s *Store) businessConflict(ctx context.Context, c completion, i int, old m
 		return outcome{err: fmt.Errorf("%w: write %d", ErrWriteConditionFailed, i)}
 	}
 	resp, err := w.OnConflict(old)
+	call := s.callIn(ctx)
 	if err != nil {
-		return outcome{err: err}
+		call.event(evConflict, attrResultKey, "error")
+		return outcome{err: err, fromWork: true}
 	}
 	if resp.StatusCode >= 500 {
+		call.event(evConflict, attrResultKey, "unstored")
 		return outcome{err: &unstored{resp: resp}} // a 5xx is never stored
 	}
+	call.event(evConflict, attrResultKey, "response")
 	return s.commit(ctx, completion{pk: c.pk, token: c.token, put: c.put}, resp)
 }
 

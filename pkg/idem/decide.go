@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // step is what a request does next with the record it last saw.
@@ -44,24 +47,36 @@ func next(seen *record, fp string, now time.Time) step {
 // a takeover, a claim after the record vanished) before it answers 409.
 const maxClaims = 4
 
-// call is one Do or DoAtomic in progress: its request, its logger, and the
-// bounds on its contention and waiting.
+// call is one Do or DoAtomic in progress: its request, its logger, the
+// bounds on its contention and waiting, and what its span and Metrics are
+// told.
 type call struct {
 	s         *Store
 	req       Request
 	pk        string
+	path      string // pathDo, pathAtomic
 	log       *slog.Logger
 	claims    int
 	waitUntil time.Time
 	leaseFrom int64     // when the lease was won, epoch ms by the Store's clock; 0: none
 	started   time.Time // before any write: a commit's expires_at is later
+
+	span     trace.Span   // nil: not traced
+	rec      bool         // the span records: steps become its events
+	outcome  Outcome      // as observe reported it
+	cacheHit bool         // answered from Options.Cache
+	takeover bool         // the write that won took over a lapsed lease
+	workErr  bool         // the error returned is the work's own (or its ConflictFunc's)
+	panicked bool         // the work panicked
+	calls    atomic.Int32 // DynamoDB calls sent, while anyone listens (see start)
+	begun    time.Time    // the real time at the start, for Observation.Duration
 }
 
 func (s *Store) newCall(ctx context.Context, req Request, path string) (*call, error) {
 	if err := validateRequest(req); err != nil {
 		return nil, err
 	}
-	return &call{s: s, req: req, pk: recordPK(req.Scope, req.Key), log: s.logger(ctx, req, path), started: s.opts.Clock()}, nil
+	return &call{s: s, req: req, pk: recordPK(req.Scope, req.Key), path: path, log: s.logger(ctx, req, path), started: s.opts.Clock()}, nil
 }
 
 // contend counts one more try at the key, or answers in progress once the
@@ -99,7 +114,16 @@ func (c *call) wait(ctx context.Context, seen *record) (*record, error) {
 	if !time.Now().Before(c.waitUntil) {
 		return nil, c.busy(seen)
 	}
-	return c.s.poll(ctx, c.pk, c.waitUntil)
+	r, err := c.s.poll(ctx, c.pk, c.waitUntil)
+	switch {
+	case err != nil:
+		c.event(evPoll, attrRecordKey, "error")
+	case r == nil:
+		c.event(evPoll, attrRecordKey, "none")
+	default:
+		c.event(evPoll, attrRecordKey, r.statusWord())
+	}
+	return r, err
 }
 
 // busy is the 409: in progress, retry when the lease last seen ends,
@@ -138,6 +162,7 @@ func (c *call) finish(o outcome, token string, failed Outcome) (Result, error) {
 		c.observe(OutcomeFenced)
 		return Result{}, ErrLeaseLost
 	case o.err != nil:
+		c.workErr = o.fromWork
 		c.log.Warn("idem", "outcome", string(failed), "error", o.err.Error())
 		c.observe(failed)
 		return Result{}, o.err
@@ -156,11 +181,13 @@ func (c *call) cached() (res Result, hit bool, err error) {
 	case !ok:
 		return Result{}, false, nil
 	case v.fingerprint != c.req.Fingerprint:
+		c.cacheHit = true
 		c.log.Info("idem", "outcome", "fingerprint_mismatch", "cache", true)
 		c.observe(OutcomeMismatch)
 		return Result{}, true, ErrFingerprintMismatch
 	}
 	// A cache hit, answered with no DynamoDB call.
+	c.cacheHit = true
 	c.log.Info("idem", "outcome", "replayed", "status", v.resp.StatusCode, "cache", true)
 	c.observe(OutcomeCacheHit)
 	return Result{Response: cloneResponse(v.resp), Replayed: true}, true, nil // the caller's own

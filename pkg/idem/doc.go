@@ -66,6 +66,14 @@
 // whose answer was lost read the record. A fingerprint allocates only its
 // result; BENCHMARKS.md has the figures.
 //
+// # Traces and metrics
+//
+// Each Do and DoAtomic call is one OpenTelemetry span, on
+// Options.TracerProvider (the global one by default): its outcome, an
+// event for each step, KeyHash, never the key, the scope or a body. With
+// no SDK set it costs no allocation. Package idemotel is a Metrics on
+// OpenTelemetry.
+//
 // The protocol, why each condition is as it is, and what its model proves
 // are in DESIGN.md (https://github.com/idemkeys/idem/blob/main/DESIGN.md).
 package idem

@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/idemkeys/idem/pkg/idem"
 	"github.com/idemkeys/idem/pkg/idemtest"
@@ -151,4 +153,41 @@ func ExampleStore_DoAtomic() {
 	// Output:
 	// 201 {"order_id":"ord_9"} replayed: false
 	// 201 {"order_id":"ord_9"} replayed: true
+}
+
+func ExampleStore_Do_traced() {
+	// In a service: the SDK with an exporter (OTLP to the ADOT collector),
+	// set with otel.SetTracerProvider, which Options.TracerProvider
+	// defaults to. Here, spans kept in memory.
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	store, _, err := idemtest.Open(context.Background(), func(o *idem.Options) { o.TracerProvider = tp })
+	if err != nil {
+		log.Fatal(err)
+	}
+	fp, _ := idem.Fingerprint("POST", "/orders", []byte(`{"sku":"tea"}`), true)
+	req := idem.Request{Scope: "user-42", Key: "5b0e-order", Fingerprint: fp}
+	for range 2 { // the first request, then its retry
+		if _, err := store.Do(context.Background(), req, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+			return idem.Response{StatusCode: 201}, nil
+		}); err != nil {
+			log.Fatal(err)
+		}
+	}
+	for _, s := range spans.Ended() {
+		var outcome string
+		for _, kv := range s.Attributes() {
+			if kv.Key == "idem.outcome" {
+				outcome = kv.Value.AsString()
+			}
+		}
+		fmt.Print(s.Name(), " ", outcome, ":")
+		for _, e := range s.Events() {
+			fmt.Print(" ", e.Name, "=", e.Attributes[0].Value.AsString())
+		}
+		fmt.Println()
+	}
+	// Output:
+	// idem.Do executed: idem.claim=won idem.work=ok idem.commit=committed
+	// idem.Do replayed: idem.claim=lost
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // DynamoDBAPI is the part of *dynamodb.Client that a Store calls. Tests wrap
@@ -52,11 +53,20 @@ type Options struct {
 	// time.Now). Tests move it to expire leases and records without sleeping.
 	Clock func() time.Time
 	// Logger receives one line per outcome (default: none). It never gets
-	// the key, the body or the response; only the scope and KeyHash.
+	// the key, the body or the response; only the scope and KeyHash (and
+	// the trace_id of a call whose span records).
 	Logger *slog.Logger
 	// Metrics receives each call's outcome and the lease time its work
 	// used (default: none). See Outcome.
 	Metrics Metrics
+	// TracerProvider makes each Do and DoAtomic call one span, with its
+	// outcome and an event for each step (default: otel.GetTracerProvider(),
+	// looked up per call). While it records nothing (no SDK set, or a
+	// no-op provider) a call starts no span and allocates nothing for one.
+	// A span never carries the key, the scope, the body, a header or the
+	// response: KeyHash names the key. DESIGN.md, "Observability", lists
+	// what it does carry.
+	TracerProvider trace.TracerProvider
 	// Cache, when both its bounds are set, keeps completed responses in the
 	// execution environment (off by default): a replay found there costs no
 	// DynamoDB call, and the fingerprint is still checked (a 422 from the
@@ -70,10 +80,12 @@ type Options struct {
 // Store runs operations exactly once per (scope, key) against one DynamoDB
 // table. It is safe for concurrent use.
 type Store struct {
-	db    DynamoDBAPI
-	table string
-	opts  Options
-	cache *responseCache // nil: off
+	db      DynamoDBAPI
+	table   string
+	opts    Options
+	cache   *responseCache // nil: off
+	tracing *tracing
+	perCall callObserver // opts.Metrics, if it observes whole calls
 }
 
 // tableName is DynamoDB's rule, which emulators do not all enforce.
@@ -122,7 +134,10 @@ func New(db DynamoDBAPI, table string, optFns ...func(*Options)) (*Store, error)
 		// the TTL at least is left past any lease (the model's assumption).
 		return nil, fmt.Errorf("%w: lease %v is longer than half the TTL %v", ErrInvalidOptions, o.Lease, o.TTL)
 	}
-	return &Store{db: guarded{db, table}, table: table, opts: o, cache: newResponseCache(o.Cache)}, nil
+	s := &Store{table: table, opts: o, cache: newResponseCache(o.Cache), tracing: newTracing(o.TracerProvider)}
+	s.db = guarded{api: db, table: table, s: s}
+	s.perCall, _ = o.Metrics.(callObserver)
+	return s, nil
 }
 
 // Request identifies one logical operation.
@@ -177,11 +192,13 @@ type Work func(ctx context.Context, tx *Tx) (Response, error)
 // nothing is committed and Do fails with ErrLeaseLost. It sends the claim,
 // a PutItem, then the commit: one TransactWriteItems with the writes, or a
 // PutItem of the record alone when work wrote none.
-func (s *Store) Do(ctx context.Context, req Request, work Work) (Result, error) {
-	c, err := s.newCall(ctx, req, "claim")
+func (s *Store) Do(ctx context.Context, req Request, work Work) (res Result, err error) {
+	c, err := s.newCall(ctx, req, pathDo)
 	if err != nil {
 		return Result{}, err
 	}
+	ctx = c.start(ctx)
+	defer c.end(&res, &err)
 	if res, hit, err := c.cached(); hit {
 		return res, err
 	}

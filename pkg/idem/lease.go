@@ -42,19 +42,24 @@ func (s *Store) run(ctx context.Context, c *call, l *lease, work Work) (res Resu
 		// process survives it, so it can hand the lease back at once
 		// instead of leaving it to run out.
 		if p := recover(); p != nil {
+			c.worked("panic")
 			s.lapse(ctx, l.pk, l.token)
+			c.outcome = OutcomeLapsed
 			panic(p)
 		}
 	}()
 	var tx Tx
 	resp, err := work(workCtx, &tx)
 	if err != nil {
+		c.worked("error")
 		s.lapse(ctx, l.pk, l.token)
 		c.log.Warn("idem", "outcome", "lapsed", "error", err.Error())
 		c.observe(OutcomeLapsed)
 		return Result{}, err
 	}
+	c.worked("ok")
 	o := s.commit(ctx, s.completion(l, tx.writes), resp)
+	c.committed(o, len(tx.writes))
 	switch {
 	case o.unknown:
 		o = s.settle(ctx, l.pk, l.token, o)
@@ -101,7 +106,17 @@ func (s *Store) workContext(ctx context.Context, l *lease) (context.Context, con
 func (s *Store) lapse(ctx context.Context, pk, token string) (lapsed bool, found *record, err error) {
 	rctx, cancel := releaseContext(ctx)
 	defer cancel()
-	return s.lapseOnce(rctx, pk, token)
+	lapsed, found, err = s.lapseOnce(rctx, pk, token)
+	c := s.callIn(ctx)
+	switch {
+	case lapsed:
+		c.event(evLapse, attrResultKey, "lapsed")
+	case err != nil:
+		c.event(evLapse, attrResultKey, "failed")
+	default:
+		c.event(evLapse, attrResultKey, "lost")
+	}
+	return lapsed, found, err
 }
 
 // lapseOnce sends the lapse once (again only past a transaction in flight,
@@ -127,6 +142,7 @@ func (s *Store) lapseOnce(ctx context.Context, pk, token string) (lapsed bool, f
 	if ccf := conditionFailed(err); ccf != nil {
 		found, err = s.seen(ctx, pk, ccf.Item)
 		if found != nil && found.Status == statusInProgress && found.LeaseToken == lapsedToken(token) {
+			s.callIn(ctx).event(evReadBack, attrCallKey, "lapse")
 			return true, nil, err // an earlier send of this lapse landed
 		}
 		return false, found, err
@@ -145,6 +161,13 @@ func lapsedToken(token string) string { return token + ".lapsed" }
 // under this lease token: the commit landed and only its answer was lost.
 // Anyone else's record: this lease lost the key.
 func (s *Store) settle(ctx context.Context, pk, token string, unknown outcome) outcome {
+	o, result := s.settleLapse(ctx, pk, token, unknown)
+	s.callIn(ctx).event(evSettle, attrResultKey, result)
+	return o
+}
+
+// settleLapse is settle's lapse and its reading, with the result in a word.
+func (s *Store) settleLapse(ctx context.Context, pk, token string, unknown outcome) (outcome, string) {
 	cause := unknown.err
 	var lapsed bool
 	var r *record
@@ -158,19 +181,20 @@ func (s *Store) settle(ctx context.Context, pk, token string, unknown outcome) o
 	case err != nil && errors.Is(cause, ErrMisconfigured) && errors.Is(err, ErrMisconfigured):
 		// The commit and the lapse both refused for the table: the
 		// configuration, not an outcome to wait out.
-		return outcome{err: fmt.Errorf("%w (and the lapse: %v)", cause, err)}
+		return outcome{err: fmt.Errorf("%w (and the lapse: %v)", cause, err)}, "failed"
 	case err != nil:
 		// Unknown: neither error is the answer (a refused lapse does not
 		// make a commit that may have landed a definite failure).
-		return outcome{err: fmt.Errorf("idem: commit outcome unknown (it may still land), lease left to run out: %v", errors.Join(cause, err))}
+		return outcome{err: fmt.Errorf("idem: commit outcome unknown (it may still land), lease left to run out: %v", errors.Join(cause, err))}, "unknown"
 	case lapsed:
-		return outcome{err: fmt.Errorf("idem: commit failed, lease lapsed: %w", cause)}
+		return outcome{err: fmt.Errorf("idem: commit failed, lease lapsed: %w", cause)}, "lapsed"
 	case r != nil && r.Status == statusCompleted && r.LeaseToken == token:
-		return outcome{res: Result{Response: withCookiesOf(r.response(), unknown.sent)}}
+		s.callIn(ctx).event(evReadBack, attrCallKey, "commit")
+		return outcome{res: Result{Response: withCookiesOf(r.response(), unknown.sent)}}, "committed"
 	case r != nil && r.LeaseToken != token:
-		return outcome{lost: true, seen: r}
+		return outcome{lost: true, seen: r}, "lost"
 	}
-	return outcome{err: fmt.Errorf("idem: commit outcome unknown, the record is gone: %w", cause)}
+	return outcome{err: fmt.Errorf("idem: commit outcome unknown, the record is gone: %w", cause)}, "gone"
 }
 
 // leaseValues are the values of condLease, with more.

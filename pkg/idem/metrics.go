@@ -40,13 +40,34 @@ const (
 // leaseUsed is how long the lease had been held when the call ended: from
 // the claim to the commit (executed, fenced) or to the lapse. It is 0 for
 // outcomes that held no lease (replayed, in progress, mismatch, DoAtomic's).
+//
+// A Metrics that also has the method ObserveCall(Observation) is called
+// with that instead, which says more (package idemotel's does).
 type Metrics interface {
 	Observe(outcome Outcome, leaseUsed time.Duration)
 }
 
-// observe reports an outcome, if anyone listens. With no Metrics set it
-// costs a nil check and allocates nothing.
+// Observation is one call as ObserveCall sees it. Calls counts the
+// DynamoDB calls the Store sent for it, each resend of its own included
+// but not the SDK's retries within one: 2 for Do's first request, 1 for
+// DoAtomic's and for a replay from the table, 0 from Options.Cache.
+type Observation struct {
+	Path      string // "do" (Do) or "atomic" (DoAtomic)
+	Outcome   Outcome
+	Duration  time.Duration // from the call's start to its outcome
+	LeaseUsed time.Duration // as Observe's leaseUsed
+	Calls     int
+}
+
+// callObserver is a Metrics with ObserveCall.
+type callObserver interface {
+	ObserveCall(Observation)
+}
+
+// observe reports an outcome, to the span's end and to Metrics. With no
+// Metrics set it costs a nil check and allocates nothing.
 func (c *call) observe(o Outcome) {
+	c.outcome = o
 	m := c.s.opts.Metrics
 	if m == nil {
 		return
@@ -54,6 +75,10 @@ func (c *call) observe(o Outcome) {
 	var used time.Duration
 	if c.leaseFrom != 0 {
 		used = time.Duration(c.s.opts.Clock().UnixMilli()-c.leaseFrom) * time.Millisecond
+	}
+	if pc := c.s.perCall; pc != nil {
+		pc.ObserveCall(Observation{Path: c.path, Outcome: o, Duration: time.Since(c.begun), LeaseUsed: used, Calls: int(c.calls.Load())})
+		return
 	}
 	m.Observe(o, used)
 }

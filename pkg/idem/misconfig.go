@@ -12,9 +12,21 @@ import (
 // guarded is the Store's DynamoDB client: every error that says the table
 // itself cannot be used becomes ErrMisconfigured, naming the table, so that
 // no path takes it for a fault that a retry could get past.
+//
+// It also counts each call for the Store's call it was sent in, while
+// anyone listens to that call (see call.start): a context lookup, which
+// allocates nothing.
 type guarded struct {
 	api   DynamoDBAPI
 	table string
+	s     *Store
+}
+
+// sent counts one call for ctx's call, if it has one.
+func (g guarded) sent(ctx context.Context) {
+	if c := g.s.callIn(ctx); c != nil {
+		c.calls.Add(1)
+	}
 }
 
 // misconfigured are the error codes by which DynamoDB refuses the table or
@@ -48,21 +60,25 @@ func (g guarded) refusal(err error, writes bool) error {
 }
 
 func (g guarded) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	g.sent(ctx)
 	out, err := g.api.PutItem(ctx, in, o...)
 	return out, g.check(err, false)
 }
 
 func (g guarded) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	g.sent(ctx)
 	out, err := g.api.GetItem(ctx, in, o...)
 	return out, g.check(err, false)
 }
 
 func (g guarded) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	g.sent(ctx)
 	out, err := g.api.UpdateItem(ctx, in, o...)
 	return out, g.check(err, false)
 }
 
 func (g guarded) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	g.sent(ctx)
 	out, err := g.api.TransactWriteItems(ctx, in, o...)
 	return out, g.check(err, true)
 }

@@ -19,6 +19,9 @@ import (
 	"strconv"
 	"strings"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/idemkeys/idem/internal/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
 )
@@ -89,6 +92,7 @@ func Serve[E, B any](ctx context.Context, s doer, c Config, ev *E, scope string,
 	body, req, refusal := admit(c.errs, &in, scope, parse)
 	if refusal != nil {
 		c.logRefusal(refusal, scope)
+		refusedEvent(ctx, refusal)
 		return problem(c.ProblemBase, refusal.StatusCode, refusal.Code, refusal.Message, "")
 	}
 	do := s.Do
@@ -98,8 +102,15 @@ func Serve[E, B any](ctx context.Context, s doer, c Config, ev *E, scope string,
 	res, err := do(ctx, req, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
 		resp, err := h(ctx, ev, body, req.Scope, req.Key, tx)
 		if err != nil {
-			if r, found := c.errs.refusal(err); !found || r != nil {
+			r, found := c.errs.refusal(err)
+			switch {
+			case !found:
 				return idem.Response{}, err
+			case r != nil:
+				// The handler's refusal: its own answer, stored nowhere.
+				// The error carries it, so that the store's span knows it
+				// for a 4xx, an answer and not a failure.
+				return idem.Response{}, &refusedAnswer{err: err, resp: problem(c.ProblemBase, r.StatusCode, r.Code, r.Message, "")}
 			}
 			// A typed nil *Refusal refuses nothing, as from Parse.
 		}
@@ -126,6 +137,18 @@ func Serve[E, B any](ctx context.Context, s doer, c Config, ev *E, scope string,
 		res.Response.Header[HeaderReplayed] = "true"
 	}
 	return res.Response
+}
+
+// refusedEvent tells the request's span, if it records (the server's, or
+// the Lambda invocation's), that the door refused the request before any
+// call: the refusal's code and status, never its message, which may
+// quote the body.
+func refusedEvent(ctx context.Context, r *httpapi.Refusal) {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	span.AddEvent("idem.refused", trace.WithAttributes(attribute.String("idem.refusal.code", r.Code), attribute.Int("idem.status_code", r.StatusCode)))
 }
 
 // logRefusal logs a refused request: a line for each, and a warning, with

@@ -102,7 +102,8 @@ func (c Config) errorResponse(err error) idem.Response {
 	transient := c.errs.transient(err)
 	switch {
 	case errors.As(err, &unstored):
-		// The handler's final 5xx, or its ConflictFunc's: sent as it is.
+		// The handler's final 5xx or its refusal, or its ConflictFunc's
+		// 5xx: sent as it is.
 		return unstored.Response()
 	case errors.As(err, &inProgress):
 		return problem(base, http.StatusConflict, "request_in_progress", "a request with this Idempotency-Key is being processed; retry later", retryAfter(inProgress.RetryAfter))
@@ -168,6 +169,18 @@ func (e *failedResponse) Error() string {
 }
 
 func (e *failedResponse) Response() idem.Response { return e.resp }
+
+// refusedAnswer is a handler's refusal, returned as its error: the lease
+// is lapsed, nothing is stored, and resp, the refusal's problem details,
+// goes back.
+type refusedAnswer struct {
+	err  error
+	resp idem.Response
+}
+
+func (e *refusedAnswer) Error() string           { return e.err.Error() }
+func (e *refusedAnswer) Unwrap() error           { return e.err }
+func (e *refusedAnswer) Response() idem.Response { return e.resp }
 
 func retryAfter(d time.Duration) string {
 	return strconv.Itoa(max(1, int((d+time.Second-1)/time.Second)))
