@@ -15,8 +15,11 @@ import (
 // ConsumerOptions.Key says otherwise), its writes committed with its
 // processed marker in one transaction; a message processed before is
 // skipped; only the messages that failed are reported back, so the rest
-// of the batch is not redelivered. On a FIFO queue a failure also fails
-// the messages after it, which SQS must then redeliver in order. It panics
+// of the batch is not redelivered. The messages of a batch are processed
+// one after another, in the batch's order; a message that comes twice in
+// one batch (SQS delivers at least once) takes effect once, its second
+// copy skipped as processed. On a FIFO queue a failure also fails the
+// messages after it, which SQS must then redeliver in order. It panics
 // without ConsumerOptions.Scope.
 //
 // A message whose id another delivery holds (in progress, under a live
