@@ -332,15 +332,17 @@ func TestStartRecordsTheRunAndTheEndIsRecordedOnce(t *testing.T) {
 		t.Errorf("run.json after -start: %+v", info)
 	}
 	// The end of the run is recorded by the first render, and kept.
-	run := copyRun(t)
+	dir = copyRun(t)
 	info.Finished = time.Time{}
 	b, _ := json.Marshal(info)
-	writeAfterStart(t, filepath.Join(run, runFile), string(b))
-	for range 2 {
-		if code, _, stderr := renderRun(t, run); code != 0 {
-			t.Fatalf("exit %d: %s", code, stderr)
+	writeAfterStart(t, filepath.Join(dir, runFile), string(b))
+	for i := range 2 {
+		later := func() time.Time { return fixedNow().Add(time.Duration(i) * time.Hour) } // a second render ends nothing
+		var out, errs bytes.Buffer
+		if code := run([]string{"-dir", dir, "-doc", "", "-svg", filepath.Join(dir, "svg")}, later, &out, &errs); code != 0 {
+			t.Fatalf("exit %d: %s", code, errs.String())
 		}
-		got, err := readRun(run)
+		got, err := readRun(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -348,20 +350,20 @@ func TestStartRecordsTheRunAndTheEndIsRecordedOnce(t *testing.T) {
 			t.Errorf("finished %v, want %v", got.Finished, fixedNow())
 		}
 	}
-	if glance := read(t, filepath.Join(run, "glance.md")); !strings.Contains(glance, "(20 min 0 s)") {
+	if glance := read(t, filepath.Join(dir, "glance.md")); !strings.Contains(glance, "(20 min 0 s)") {
 		t.Errorf("the glance does not give the run's wall time, 20 min 0 s:\n%s", glance)
 	}
 }
 
 func TestDescribeMachine(t *testing.T) {
-	cpuinfo := "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz\nflags\t\t: fpu vme hypervisor lahf_lm\n"
+	cpuinfo := "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz\nflags\t\t: fpu vme lahf_lm hypervisor\n"
 	for _, c := range []struct {
 		cpus              int
 		cpuinfo, meminfo  string
 		goos, description string
 	}{
 		{2, cpuinfo, "MemTotal:       24683784 kB\n", "linux", "2 vCPU (Intel Xeon Platinum 8375C CPU @ 2.90GHz, virtual), 24 GiB, Linux"},
-		{2, "model name\t: AMD EPYC\nflags\t\t: fpu\n", "MemTotal:       8000000 kB\n", "linux", "2 CPU (AMD EPYC), 8 GiB, Linux"},
+		{2, "model name\t: AMD EPYC hypervisor edition\nflags\t\t: fpu\n", "MemTotal:       8000000 kB\n", "linux", "2 CPU (AMD EPYC hypervisor edition), 8 GiB, Linux"},
 		{8, "", "", "darwin", "8 CPU, darwin"},
 	} {
 		if got := describeMachine(c.cpus, c.cpuinfo, c.meminfo, c.goos); got != c.description {

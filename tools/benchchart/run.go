@@ -63,6 +63,8 @@ var (
 	modelName = regexp.MustCompile(`(?m)^model name\s*:\s*(.+)$`)
 	memTotal  = regexp.MustCompile(`(?m)^MemTotal:\s*([0-9]+) kB`)
 	trademark = regexp.MustCompile(`\((R|TM|tm)\)`)
+	// A processor under a hypervisor says so in its flags.
+	virtual = regexp.MustCompile(`(?m)^flags\s*:.*\bhypervisor\b`)
 )
 
 func describeMachine(cpus int, cpuinfo, meminfo, goos string) string {
@@ -71,7 +73,7 @@ func describeMachine(cpus int, cpuinfo, meminfo, goos string) string {
 	if m := modelName.FindStringSubmatch(cpuinfo); m != nil {
 		about = append(about, strings.Join(strings.Fields(trademark.ReplaceAllString(m[1], "")), " "))
 	}
-	if strings.Contains(cpuinfo, " hypervisor") {
+	if virtual.MatchString(cpuinfo) {
 		cpu = fmt.Sprintf("%d vCPU", cpus)
 		about = append(about, "virtual")
 	}
