@@ -67,17 +67,14 @@ func latencyRows(s *source) [][]string {
 // cacheRow is a replay that Options.Cache answers in the execution
 // environment that saw the completion.
 func cacheRow(s *source) []string {
-	atomic := notMeasured
-	if ms := s.num(atomicReplay, colReplayMs, atomicCached); s.err == nil {
-		atomicCalls := s.cell(atomicReplay, colReplayCall, atomicCached)
-		if strings.HasPrefix(atomicCalls, "none") {
-			atomicCalls = "0"
-		}
-		atomic = fmt.Sprintf("%.1f µs, %s", ms*1000, calls(atomicCalls))
+	atomicCalls := s.cell(atomicReplay, colReplayCall, atomicCached)
+	if strings.HasPrefix(atomicCalls, "none") {
+		atomicCalls = "0"
 	}
 	return []string{"replay from `Options.Cache`, same execution environment",
 		fmt.Sprintf("%s µs, %s", s.fig(cache, colCacheUs, withCache), calls(s.fig(cache, colCacheCalls, withCache))),
-		atomic, notMeasured, notMeasured}
+		fmt.Sprintf("%.1f µs, %s", s.num(atomicReplay, colReplayMs, atomicCached)*1000, calls(atomicCalls)),
+		notMeasured, notMeasured}
 }
 
 var raceWidth = regexp.MustCompile(`^([0-9]+) requests at once on one key`)

@@ -155,7 +155,7 @@ func (s *source) cell(r ref, col string, key ...string) string {
 	}
 	found := -1
 	for i, row := range t.rows {
-		if len(row) == len(t.header) && slices.Equal(row[:len(key)], key) {
+		if len(row) == len(t.header) && len(key) <= len(row) && slices.Equal(row[:len(key)], key) {
 			if found >= 0 {
 				s.fail("%s: two rows %q", r.file, key)
 				return ""
