@@ -15,7 +15,7 @@ help:
 	@echo "make demo    a guided walk through the guarantees, against make run's stack"
 	@echo "make test    go vet and every test, on a local engine the tests start themselves"
 	@echo "make model   the Promela models (the protocol, the client, the queue) with spin, their negative controls and the larger runs make test leaves out"
-	@echo "make bench   every figure of BENCHMARKS.md, into bin/bench/ (installs Powertools from npm into bin/powertools)"
+	@echo "make bench   every figure of BENCHMARKS.md, into bin/bench/, then its glance table and docs/bench/*.svg from that run (installs Powertools from npm into bin/powertools)"
 	@echo "make bench-powertools   only pkg/idem beside Powertools for AWS Lambda (TypeScript)"
 	@echo "make soak    the race storm at 1000 operations, the largest model runs, the chaos campaign at 5000, and long fuzz runs, a million inputs per target (RELIABILITY.md)"
 	@echo "make chaos   [CHAOS_SEED=1 CHAOS_OPS=1000 CHAOS_CLIENTS=16]: every fault at once through the whole local stack, and a checker over what the world holds afterwards"
@@ -110,22 +110,47 @@ $(POWERTOOLS): local/bench/powertools/package.json local/bench/powertools/packag
 	cd bin/powertools && npm ci --no-audit --no-fund
 	@touch $@
 
-# Every figure of BENCHMARKS.md, into bin/bench/ (about eleven minutes on two cores).
+# Every figure of BENCHMARKS.md, into bin/bench/ (about eleven minutes on two
+# cores), then, from that run alone, the glance table BENCHMARKS.md opens
+# with (in place between its markers, and bin/bench/glance.md) and the
+# charts (docs/bench/*.svg), by tools/benchchart: a module of its own
+# (tools/go.mod), so that gonum stays out of the library's go.mod. The
+# outputs of an earlier run are removed first, and benchchart refuses any
+# older than this run's start, so that nothing it shows is from two runs.
+# Each size below is the run BENCHMARKS.md reports; a smaller one (make
+# bench FLOOR_REQUESTS=5 ...) tries the pipeline, not the figures.
 LOAD_REQUESTS ?= 10000
 # Requests that warm a new engine's JVM before a load run measures anything
 # (its CPU per request falls about fivefold over the first few thousand).
 LOAD_WARMUP ?= 5000
+LOAD_SWEEP ?= 1
+LOAD_FLOOR_ROUNDS ?= 6
+LOAD_FLOOR_REQUESTS ?= 6000
+FLOOR_REQUESTS ?= 100
+FLOOR_ROUNDS ?= 7
+CACHE_REPLAYS ?= 2000
+CONCURRENCY_REQUESTS ?= 1200
+CONCURRENCY_RIE_REQUESTS ?= 1200
+INPROCESS_COUNT ?= 6
+INPROCESS_BENCHTIME ?= 1s
+# Where the glance and the charts go: a trial run may send them elsewhere
+# (BENCH_DOC= BENCH_SVG=bin/bench/svg), leaving the committed ones alone.
+BENCH_DOC ?= BENCHMARKS.md
+BENCH_SVG ?= docs/bench
+BENCHCHART := bin/local/benchchart
 bench: deps build $(POWERTOOLS)
-	@mkdir -p bin/bench
-	@echo "• library overhead in process (6 runs each)"
-	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pkg/idem ./pkg/idem/idemlambda | tee bin/bench/inprocess.txt
+	@mkdir -p bin/bench bin/local && rm -f bin/bench/*.md bin/bench/*.txt bin/bench/*.tmp bin/bench/run.json
+	@$(GO) -C tools test -count=1 ./benchchart && $(GO) -C tools build -o $(CURDIR)/$(BENCHCHART) ./benchchart
+	@$(BENCHCHART) -start -dir bin/bench -go "$$($(GO) env GOVERSION)" -node "$$(node --version)"
+	@echo "• library overhead in process ($(INPROCESS_COUNT) runs each)"
+	@set -o pipefail; $(GO) test -run '^$$' -bench . -benchmem -count $(INPROCESS_COUNT) -benchtime $(INPROCESS_BENCHTIME) ./pkg/idem ./pkg/idem/idemlambda | tee bin/bench/inprocess.txt
 	@echo "• calls and capacity per request"
-	@{ echo "Engine: DynamoDB Local 3.3.1 (calls asserted, capacity by DynamoDB's rules)."; echo; \
+	@set -o pipefail; { echo "Engine: DynamoDB Local 3.3.1 (calls asserted, capacity by DynamoDB's rules)."; echo; \
 	  $(GO) test -count=1 -run 'TestCostPerRequest$$' -v ./pkg/idem | grep '^ *|' | sed 's/^ *//'; } | tee bin/bench/cost.md
 	@echo "• the library beside its floor: the same DynamoDB calls made bare"
-	FLOOR_REQUESTS=100 FLOOR_ROUNDS=7 BENCH_OUT=$(CURDIR)/bin/bench/floor.md $(GO) test -count=1 -timeout 15m -run 'TestFloor$$' ./pkg/idem
+	FLOOR_REQUESTS=$(FLOOR_REQUESTS) FLOOR_ROUNDS=$(FLOOR_ROUNDS) BENCH_OUT=$(CURDIR)/bin/bench/floor.md $(GO) test -count=1 -timeout 15m -run 'TestFloor$$' ./pkg/idem
 	@echo "• replays from the execution environment's cache"
-	CACHE_REPLAYS=2000 BENCH_OUT=$(CURDIR)/bin/bench/cache.md $(GO) test -count=1 -run 'TestCacheReplayCost$$' ./pkg/idem
+	CACHE_REPLAYS=$(CACHE_REPLAYS) BENCH_OUT=$(CURDIR)/bin/bench/cache.md $(GO) test -count=1 -run 'TestCacheReplayCost$$' ./pkg/idem
 	@echo "• cold start and size"
 	BENCH_OUT=$(CURDIR)/bin/bench/coldstart.md $(GO) test -count=1 -run 'TestColdStart$$' ./local/rie
 	@for fn in $(FUNCTIONS); do ls -l bin/arm64/$$fn/bootstrap | awk -v f=$$fn '{printf "%s linux/arm64 stripped: %.1f MB\n", f, $$5/1e6}'; done | tee bin/bench/sizes.txt
@@ -133,21 +158,26 @@ bench: deps build $(POWERTOOLS)
 	ENGINE_SWEEP=1 BENCH_OUT=$(CURDIR)/bin/bench/engine.tmp $(GO) test -count=1 -timeout 20m -run 'TestTransactionCostByTableSize$$' ./local/dynamo
 	@{ echo "Engine: DynamoDB Local 3.3.1."; echo; cat bin/bench/engine.tmp; } > bin/bench/engine.md && rm bin/bench/engine.tmp
 	@echo "• the order handler under load on the local engine: plain, Do, DoAtomic"
-	LOAD_WARMUP=$(LOAD_WARMUP) LOAD_REQUESTS=$(LOAD_REQUESTS) LOAD_SWEEP=1 BENCH_OUT=$(CURDIR)/bin/bench/load.md $(GO) test -count=1 -timeout 60m -run 'TestLoad$$' ./functions/order
+	LOAD_WARMUP=$(LOAD_WARMUP) LOAD_REQUESTS=$(LOAD_REQUESTS) LOAD_SWEEP=$(LOAD_SWEEP) BENCH_OUT=$(CURDIR)/bin/bench/load.md $(GO) test -count=1 -timeout 60m -run 'TestLoad$$' ./functions/order
 	@echo "• the order handler under load beside the same calls made bare"
-	LOAD_WARMUP=$(LOAD_WARMUP) LOAD_ROUNDS=6 LOAD_FLOOR_REQUESTS=6000 BENCH_OUT=$(CURDIR)/bin/bench/loadfloor.md $(GO) test -count=1 -timeout 30m -run 'TestLoadFloor$$' ./functions/order
+	LOAD_WARMUP=$(LOAD_WARMUP) LOAD_ROUNDS=$(LOAD_FLOOR_ROUNDS) LOAD_FLOOR_REQUESTS=$(LOAD_FLOOR_REQUESTS) BENCH_OUT=$(CURDIR)/bin/bench/loadfloor.md $(GO) test -count=1 -timeout 30m -run 'TestLoadFloor$$' ./functions/order
 	@echo "• concurrent invocations in one process (AWS_LAMBDA_MAX_CONCURRENCY)"
-	LOAD_WARMUP=$(LOAD_WARMUP) CONCURRENCY_REQUESTS=1200 BENCH_OUT=$(CURDIR)/bin/bench/concurrency.md $(GO) test -count=1 -timeout 30m -run 'TestConcurrentInvocations$$' ./functions/order
-	LOAD_WARMUP=$(LOAD_WARMUP) CONCURRENCY_RIE_REQUESTS=1200 BENCH_OUT=$(CURDIR)/bin/bench/concurrency-rie.md $(GO) test -count=1 -timeout 30m -run 'TestConcurrentInvocationsUnderTheEmulator$$' ./local/rie
+	LOAD_WARMUP=$(LOAD_WARMUP) CONCURRENCY_REQUESTS=$(CONCURRENCY_REQUESTS) BENCH_OUT=$(CURDIR)/bin/bench/concurrency.md $(GO) test -count=1 -timeout 30m -run 'TestConcurrentInvocations$$' ./functions/order
+	LOAD_WARMUP=$(LOAD_WARMUP) CONCURRENCY_RIE_REQUESTS=$(CONCURRENCY_RIE_REQUESTS) BENCH_OUT=$(CURDIR)/bin/bench/concurrency-rie.md $(GO) test -count=1 -timeout 30m -run 'TestConcurrentInvocationsUnderTheEmulator$$' ./local/rie
 	@cat bin/bench/floor.md bin/bench/cache.md bin/bench/coldstart.md bin/bench/engine.md bin/bench/load.md bin/bench/loadfloor.md bin/bench/concurrency.md bin/bench/concurrency-rie.md
 	@$(MAKE) --no-print-directory bench-powertools
+	@echo "• the glance and the charts, from this run"
+	@$(BENCHCHART) -dir bin/bench -doc "$(BENCH_DOC)" -svg $(BENCH_SVG)
 
 # pkg/idem beside Powertools for AWS Lambda (TypeScript), on the same engine
-# (make bench runs it too).
+# (make bench runs it too; alone, it leaves the glance and the charts as
+# they are, which need every table of one run).
+POWERTOOLS_ROUNDS ?= 5
+POWERTOOLS_N ?= 100
 bench-powertools: $(POWERTOOLS)
 	@mkdir -p bin/bench
 	@echo "• side by side with Powertools for AWS Lambda (TypeScript), on the same engine"
-	POWERTOOLS_BENCH=1 BENCH_OUT=$(CURDIR)/bin/bench/powertools.md $(GO) test -count=1 -timeout 20m -run 'TestSideBySideWithPowertools$$' ./local/bench/powertools
+	POWERTOOLS_BENCH=1 POWERTOOLS_ROUNDS=$(POWERTOOLS_ROUNDS) POWERTOOLS_N=$(POWERTOOLS_N) BENCH_OUT=$(CURDIR)/bin/bench/powertools.md $(GO) test -count=1 -timeout 20m -run 'TestSideBySideWithPowertools$$' ./local/bench/powertools
 	@cat bin/bench/powertools.md
 
 # The Promela models (the protocol, the client, the queue), checked by
