@@ -34,7 +34,8 @@ vet:
 	@command -v cfn-lint >/dev/null || { echo "cfn-lint not found: pip install cfn-lint"; exit 1; }
 	cfn-lint template.yaml
 
-# Every package's tests, then the fuzz runs, through local/cmd/testsum: a
+# Every package's tests (the tools module's too: the bench's chart generator),
+# then the fuzz runs, through local/cmd/testsum: a
 # line per package as it ends, what failed in full, and one closing line,
 # "N passed, N failed", with "; not run: N fuzz targets" when a failure
 # stopped make test before them (testsum is told FUZZ_TARGETS, and names
@@ -44,6 +45,7 @@ test: deps vet
 	@$(GO) build -o bin/local/testsum ./local/cmd/testsum
 	@set -o pipefail; \
 	{ $(GO) test -json -count=1 -timeout 15m ./... && \
+	  $(GO) -C tools test -json -count=1 ./... && \
 	  GOFLAGS=-json $(MAKE) --no-print-directory fuzz; } 2>&1 | bin/local/testsum -fuzz "$(FUZZ_TARGETS)"
 
 # The fuzz targets of make fuzz's loop (package:target), read from it.
