@@ -131,6 +131,8 @@ LOAD_FLOOR_REQUESTS ?= 6000
 FLOOR_REQUESTS ?= 100
 FLOOR_ROUNDS ?= 7
 CACHE_REPLAYS ?= 2000
+TRACE_ROUNDS ?= 5
+TRACE_REQUESTS ?= 100
 CONCURRENCY_REQUESTS ?= 1200
 CONCURRENCY_RIE_REQUESTS ?= 1200
 INPROCESS_COUNT ?= 6
@@ -151,6 +153,8 @@ bench: deps build $(POWERTOOLS)
 	  $(GO) test -count=1 -run 'TestCostPerRequest$$' -v ./pkg/idem | grep '^ *|' | sed 's/^ *//'; } | tee bin/bench/cost.md
 	@echo "• the library beside its floor: the same DynamoDB calls made bare"
 	FLOOR_REQUESTS=$(FLOOR_REQUESTS) FLOOR_ROUNDS=$(FLOOR_ROUNDS) BENCH_OUT=$(CURDIR)/bin/bench/floor.md $(GO) test -count=1 -timeout 15m -run 'TestFloor$$' ./pkg/idem
+	@echo "• tracing on: each path with every call traced beside it untraced"
+	TRACE_ROUNDS=$(TRACE_ROUNDS) TRACE_REQUESTS=$(TRACE_REQUESTS) BENCH_OUT=$(CURDIR)/bin/bench/tracing.md $(GO) test -count=1 -run 'TestTracingCost$$' ./pkg/idem
 	@echo "• replays from the execution environment's cache"
 	CACHE_REPLAYS=$(CACHE_REPLAYS) BENCH_OUT=$(CURDIR)/bin/bench/cache.md $(GO) test -count=1 -run 'TestCacheReplayCost$$' ./pkg/idem
 	@echo "• cold start and size"
@@ -166,7 +170,7 @@ bench: deps build $(POWERTOOLS)
 	@echo "• concurrent invocations in one process (AWS_LAMBDA_MAX_CONCURRENCY)"
 	LOAD_WARMUP=$(LOAD_WARMUP) CONCURRENCY_REQUESTS=$(CONCURRENCY_REQUESTS) BENCH_OUT=$(CURDIR)/bin/bench/concurrency.md $(GO) test -count=1 -timeout 30m -run 'TestConcurrentInvocations$$' ./functions/order
 	LOAD_WARMUP=$(LOAD_WARMUP) CONCURRENCY_RIE_REQUESTS=$(CONCURRENCY_RIE_REQUESTS) BENCH_OUT=$(CURDIR)/bin/bench/concurrency-rie.md $(GO) test -count=1 -timeout 30m -run 'TestConcurrentInvocationsUnderTheEmulator$$' ./local/rie
-	@cat bin/bench/floor.md bin/bench/cache.md bin/bench/coldstart.md bin/bench/engine.md bin/bench/load.md bin/bench/loadfloor.md bin/bench/concurrency.md bin/bench/concurrency-rie.md
+	@cat bin/bench/floor.md bin/bench/tracing.md bin/bench/cache.md bin/bench/coldstart.md bin/bench/engine.md bin/bench/load.md bin/bench/loadfloor.md bin/bench/concurrency.md bin/bench/concurrency-rie.md
 	@$(MAKE) --no-print-directory bench-powertools
 	@echo "• the glance and the charts, from this run"
 	@$(BENCHCHART) -dir bin/bench -doc "$(BENCH_DOC)" -svg $(BENCH_SVG)
