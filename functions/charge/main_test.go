@@ -88,7 +88,7 @@ func newFixture(t *testing.T, storeOpts ...func(*idem.Options)) *fixture {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	payments := newStripePayments(api.URL, secret, log)
+	payments := newStripePayments(api.URL, secret, log, nil)
 	payments.keyInUse = []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond}
 	f.server = &server{store: store, db: f.fn, table: charges, attempts: attempts, scopeClaim: "sub", log: log, now: f.clock.now, payments: payments}
 	f.Caller = apitest.Caller{T: t, Routes: apitest.Function(t, "ChargeFunction").Routes, Handle: f.server.routes()}
@@ -355,7 +355,7 @@ func TestColdStartMakesAWorkingFunctionFromItsEnvironment(t *testing.T) {
 	} {
 		t.Setenv(k, v)
 	}
-	s, err := newServer(context.Background(), func(o *dynamodb.Options) { o.HTTPClient = calls })
+	s, err := newServer(context.Background(), nil, func(o *dynamodb.Options) { o.HTTPClient = calls })
 	if err != nil {
 		t.Fatal(err)
 	}
