@@ -47,6 +47,10 @@ type fixture struct {
 	requests atomic.Int64 // requests the provider got
 	api      string       // the provider's base URL
 	body     string       // a request body, for tables of cases
+	got      struct {     // the traceparent of each request the provider got
+		sync.Mutex
+		traceparents []string
+	}
 }
 
 // clock is the one time of the store, the charge and the provider, moved
@@ -75,6 +79,9 @@ func newFixture(t *testing.T, storeOpts ...func(*idem.Options)) *fixture {
 	}
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.requests.Add(1)
+		f.got.Lock()
+		f.got.traceparents = append(f.got.traceparents, r.Header.Get("traceparent"))
+		f.got.Unlock()
 		f.sim.ServeHTTP(w, r)
 	}))
 	t.Cleanup(api.Close)

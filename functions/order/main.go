@@ -42,9 +42,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "order:", err)
 		os.Exit(1)
 	}
-	// Under the SAM CLI (AWS_SAM_LOCAL=true), whose start-api skips the JWT
-	// authorizer, the scope comes from the unverified bearer token.
-	lambda.Start(tracing.HTTP(tr, samlocal.Serve(s.routes(), s.scopeClaim, s.log)))
+	lambda.Start(s.handler(tr))
+}
+
+// handler is the function's handler as lambda.Start runs it: its routes
+// (under the SAM CLI, AWS_SAM_LOCAL=true, whose start-api skips the JWT
+// authorizer, with the scope from the unverified bearer token), each
+// invocation a span when traced (tr; nil: off).
+func (s *server) handler(tr *tracing.Tracing) tracing.HTTPHandler {
+	return tracing.HTTP(tr, samlocal.Serve(s.routes(), s.scopeClaim, s.log))
 }
 
 // newServer is the function as its cold start makes it, from the
