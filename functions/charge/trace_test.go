@@ -93,7 +93,26 @@ func TestAChargeAndItsReplayAreEachOneTrace(t *testing.T) {
 	if claim := spans.Children(replayed[0]); len(claim) != 1 || claim[0].Name() != "DynamoDB.PutItem" || claim[0].Status().Code != codes.Error {
 		t.Errorf("the replay's trace:\n%s want one DynamoDB call, the claim that lost", spans.Tree(replay))
 	}
-	spans.CheckNoSecret(t, scope, key, "SECRET", secret)
+	spans.CheckNoSecret(t, scope, key, "SECRET", secret, downstreamKey(scope, key, 0))
+}
+
+// A request the door refuses before any call (no Idempotency-Key) is an
+// idem.refused event on its invocation's span, with the refusal's code and
+// status alone, and no Store span.
+func TestARefusedRequestIsAnEventOnItsInvocationsSpan(t *testing.T) {
+	f, rec := tracedServer(t)
+	if resp := f.call("POST", "/charges", "tenant-SECRET-scope", "", visa); resp.StatusCode != 400 {
+		t.Fatalf("no key: %d %s, want 400", resp.StatusCode, resp.Body)
+	}
+	spans := apitest.Spans(rec.Ended())
+	roots := spans.Roots("POST /charges")
+	if len(roots) != 1 || len(spans.Children(roots[0])) != 0 || apitest.Attr(roots[0], "http.response.status_code") != "400" {
+		t.Fatalf("spans %v, want the invocation's alone, answering 400", spans.Names())
+	}
+	if ev := apitest.Events(roots[0]); len(ev) != 1 || !strings.HasPrefix(ev[0], "idem.refused ") || !strings.Contains(ev[0], "idem.status_code=400") {
+		t.Errorf("the invocation's events %v, want idem.refused with its code and status", ev)
+	}
+	spans.CheckNoSecret(t, "SECRET")
 }
 
 // traceparent is the W3C header naming sc.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"go.opentelemetry.io/contrib/propagators/aws/xray"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -26,8 +27,9 @@ var ErrTracing = errors.New("tracing misconfigured")
 //
 //   - OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT):
 //     OTLP over HTTP (http/protobuf) to that collector, the spans batched
-//     and sent before each invocation returns: the ADOT collector layer's
-//     extension, http://localhost:4318 (template.yaml, AdotCollectorLayerArn).
+//     and sent before each invocation returns, with X-Ray's trace ids: the
+//     ADOT collector layer's extension, http://localhost:4318 (template.yaml,
+//     AdotCollectorLayerArn).
 //     The exporter's other OTEL_EXPORTER_OTLP_* variables apply.
 //   - TRACES_FILE: each span appended to that file as a JSON line as it
 //     ends (go run ./local/cmd/traces prints them as trees).
@@ -75,7 +77,9 @@ func Tracing(ctx context.Context, service string) (*tracing.Tracing, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: the OTLP exporter: %w", ErrTracing, err)
 	}
-	return tracing.New(sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), true), nil
+	// X-Ray's trace ids begin with the trace's start time: a root span of
+	// the function's own (a cold start's call) gets one too.
+	return tracing.New(sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res), sdktrace.WithIDGenerator(xray.NewIDGenerator())), true), nil
 }
 
 // traceResource describes the function: its name, AWS Lambda, its Region,

@@ -10,8 +10,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -113,7 +115,8 @@ func TestTheFileExporterAppendsALinePerSpan(t *testing.T) {
 }
 
 // OTEL_EXPORTER_OTLP_ENDPOINT: the spans go over OTLP/HTTP to that
-// collector, and have gone when the invocation returns.
+// collector, and have gone when the invocation returns; a root span's trace
+// id is one X-Ray takes, its start time first.
 func TestTheOTLPExporterHasSentTheSpansWhenTheInvocationReturns(t *testing.T) {
 	var mu sync.Mutex
 	var got []string
@@ -136,8 +139,14 @@ func TestTheOTLPExporterHasSentTheSpansWhenTheInvocationReturns(t *testing.T) {
 	}
 	invoke(tr)
 	mu.Lock()
-	defer mu.Unlock()
 	if len(got) != 1 || got[0] != "POST /v1/traces application/x-protobuf" {
 		t.Errorf("the collector got %v when the invocation returned, want one POST /v1/traces of protobuf", got)
 	}
+	mu.Unlock()
+	_, root := tr.Provider().Tracer("t").Start(context.Background(), "root")
+	root.End()
+	if epoch, err := strconv.ParseInt(root.SpanContext().TraceID().String()[:8], 16, 64); err != nil || time.Since(time.Unix(epoch, 0)).Abs() > time.Hour {
+		t.Errorf("trace id %s does not begin with the time (X-Ray's form)", root.SpanContext().TraceID())
+	}
+	tr.Shutdown(context.Background())
 }
