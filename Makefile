@@ -8,11 +8,12 @@ LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags='-s -w' -buildvcs=false
 FUNCTIONS    := charge order orderstats
 HOST_ARCH    := $(shell $(GO) env GOARCH)
 
-.PHONY: help test print-fuzz-targets vet fuzz soak chaos run demo model bench bench-powertools build invoke deps deploy clean sam-local-env
+.PHONY: help test print-fuzz-targets vet fuzz soak chaos run demo traces model bench bench-powertools build invoke deps deploy clean sam-local-env
 
 help:
 	@echo "make run     the whole API on 127.0.0.1:3000: DynamoDB engine, provider simulator, functions under the Lambda RIE"
 	@echo "make demo    a guided walk through the guarantees, against make run's stack"
+	@echo "make traces  [N=2]: make run's requests as traces, a tree each (the last N), from local/.run/traces.jsonl"
 	@echo "make test    go vet and every test, on a local engine the tests start themselves"
 	@echo "make model   the Promela models (the protocol, the client, the queue) with spin, their negative controls and the larger runs make test leaves out"
 	@echo "make bench   every figure of BENCHMARKS.md, into bin/bench/, then its glance table and docs/bench/*.svg from that run (installs Powertools from npm into bin/powertools)"
@@ -100,6 +101,12 @@ run: deps build
 
 demo:
 	$(GO) run ./local/cmd/demo
+
+# The spans make run's functions wrote (local/.run/traces.jsonl), a tree per
+# trace; N keeps the last N.
+N ?= 0
+traces:
+	@$(GO) run ./local/cmd/traces -n $(N)
 
 # Powertools for AWS Lambda (TypeScript)'s idempotency utility, pinned by
 # local/bench/powertools/package-lock.json, for the side-by-side run: from npm

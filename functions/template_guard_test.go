@@ -170,6 +170,22 @@ func TestPipeDeadLettersBeforeTheStreamTrims(t *testing.T) {
 	}
 }
 
+// The pipe sends each stream record to the queue as it is, and the stream
+// holds the new image: so the order item's traceparent reaches the
+// consumer (functions/internal/tracing.ItemAttribute), which DynamoDB
+// Streams carry no other way. An input template would have to keep it.
+func TestThePipeSendsTheStreamRecordWithTheNewImage(t *testing.T) {
+	tpl := parse(t, nil)
+	pipe := tpl.GetAllPipesPipeResources()["OrderEventsPipe"]
+	if tp := pipe.TargetParameters; tp != nil && tp.InputTemplate != nil {
+		t.Errorf("the pipe rewrites each record (%q): the consumer would lose the order's traceparent and more", *tp.InputTemplate)
+	}
+	orders := tpl.GetAllDynamoDBTableResources()["OrdersTable"]
+	if s := orders.StreamSpecification; s == nil || !strings.HasPrefix(s.StreamViewType, "NEW_") {
+		t.Errorf("OrdersTable's stream %+v, want the new image (NEW_IMAGE or NEW_AND_OLD_IMAGES)", orders.StreamSpecification)
+	}
+}
+
 // No function of the template sets AWS_SAM_LOCAL, neither on its own nor
 // through Globals: deployed, it would make the functions take the scope from
 // an unverified token (functions/internal/samlocal.Serve, SECURITY.md).

@@ -73,6 +73,11 @@ var eventSourceNeeds = map[string]map[string][]string{
 	},
 }
 
+// xrayActions are what active tracing needs of a function's role: Lambda
+// sends the invocation's segments with it, and the ADOT collector's X-Ray
+// exporter the function's spans.
+var xrayActions = []string{"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+
 func TestPoliciesGrantOnlyWhatTheCodeUses(t *testing.T) {
 	_, tpl := load(t)
 	for _, fn := range tpl.Functions {
@@ -83,10 +88,13 @@ func TestPoliciesGrantOnlyWhatTheCodeUses(t *testing.T) {
 					t.Errorf("%s: wildcard action %q", fn.LogicalID, a)
 				}
 			}
+			// X-Ray's PutTraceSegments and PutTelemetryRecords take no
+			// resource ARN: "*", in a statement of those two alone.
+			traceSegments := slices.Equal(st.Actions, xrayActions) && slices.Equal(st.Resources, []string{"*"})
 			for _, r := range st.Resources {
 				// A log group's ARN ends in ":*", its streams: still one group.
 				logStreams := strings.Contains(r, ":log-group:/aws/lambda/") && strings.Count(r, "*") == 1 && strings.HasSuffix(r, ":*")
-				if strings.Contains(r, "*") && !logStreams {
+				if strings.Contains(r, "*") && !logStreams && !traceSegments {
 					t.Errorf("%s: wildcard resource %q", fn.LogicalID, r)
 				}
 				if res, ok := strings.CutPrefix(r, template.GetAttPrefix); ok {

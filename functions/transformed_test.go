@@ -317,3 +317,48 @@ func TestTheHTTPAPILogsEveryRequestWithoutWhatItCarries(t *testing.T) {
 		t.Fatalf("%d HTTP API stages, want 1", stages)
 	}
 }
+
+// As deployed, every function is actively traced, its role may put trace
+// segments (Lambda sends the invocation's with it, the ADOT collector's
+// X-Ray exporter the function's spans) and nothing else of X-Ray's, and
+// the collector layer and the functions' OTLP endpoint come together, both
+// only when AdotCollectorLayerArn is set.
+func TestEveryFunctionIsTracedAndMaySendItsSegments(t *testing.T) {
+	res := transformed(t)
+	fns := 0
+	for id, fn := range res {
+		if fn.Type != "AWS::Lambda::Function" {
+			continue
+		}
+		fns++
+		if mode := fmt.Sprint(fn.Properties["TracingConfig"]); mode != "map[Mode:Active]" {
+			t.Errorf("%s: TracingConfig %s, want Active", id, mode)
+		}
+		layers, _ := json.Marshal(fn.Properties["Layers"])
+		if string(layers) != `[{"Fn::If":["HasAdotCollector",{"Ref":"AdotCollectorLayerArn"},{"Ref":"AWS::NoValue"}]}]` {
+			t.Errorf("%s: Layers %s, want the collector's when AdotCollectorLayerArn is set", id, layers)
+		}
+		env, _ := fn.Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+		endpoint, _ := json.Marshal(env["OTEL_EXPORTER_OTLP_ENDPOINT"])
+		if string(endpoint) != `{"Fn::If":["HasAdotCollector","http://localhost:4318",""]}` {
+			t.Errorf("%s: OTEL_EXPORTER_OTLP_ENDPOINT %s, want the collector's receiver when it is added, else empty", id, endpoint)
+		}
+		roleRef, _ := fn.Properties["Role"].(map[string]any)["Fn::GetAtt"].([]any)
+		if len(roleRef) != 2 {
+			t.Errorf("%s: role %v is no role of the stack", id, fn.Properties["Role"])
+			continue
+		}
+		var xray []string
+		for _, st := range statements(res[fmt.Sprint(roleRef[0])]) {
+			if actions := list(st["Action"]); slices.ContainsFunc(actions, func(a string) bool { return strings.HasPrefix(a, "xray:") }) {
+				xray = append(xray, fmt.Sprint(actions, list(st["Resource"])))
+			}
+		}
+		if !slices.Equal(xray, []string{"[xray:PutTraceSegments xray:PutTelemetryRecords] [*]"}) {
+			t.Errorf("%s: X-Ray statements %v, want PutTraceSegments and PutTelemetryRecords alone", id, xray)
+		}
+	}
+	if fns != 3 {
+		t.Fatalf("%d functions after the transform, want 3", fns)
+	}
+}

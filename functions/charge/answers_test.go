@@ -246,7 +246,7 @@ func TestEveryProviderAnswerIsClassified(t *testing.T) {
 		{"rate limited", func(f *fixture) { f.sim.Inject(provider.Fault{Kind: provider.FailBeforeEffect, Status: 429}) }, 503, "provider_busy", false},
 		{"a proxy's HTML 403", func(f *fixture) { f.sim.Inject(provider.Fault{Kind: provider.NotJSON, Times: 3}) }, 502, "provider_misconfigured", false},
 		{"wrong secret (401)", func(f *fixture) {
-			f.server.payments = newStripePayments(f.api, "sk_wrong", f.server.log)
+			f.server.payments = newStripePayments(f.api, "sk_wrong", f.server.log, nil)
 		}, 502, "provider_misconfigured", false},
 		{"wrong URL (404 with an error object)", func(f *fixture) {
 			// Reads reach the provider; the create meets a 404, as a
@@ -260,10 +260,10 @@ func TestEveryProviderAnswerIsClassified(t *testing.T) {
 				f.sim.ServeHTTP(w, r)
 			}))
 			f.T.Cleanup(other.Close)
-			f.server.payments = newStripePayments(other.URL, secret, f.server.log)
+			f.server.payments = newStripePayments(other.URL, secret, f.server.log, nil)
 		}, 502, "provider_misconfigured", false},
 		{"no answer in time", func(f *fixture) {
-			f.server.payments = newStripeClient(f.api, secret, f.server.log, 50*time.Millisecond)
+			f.server.payments = newStripeClient(f.api, secret, f.server.log, nil, 50*time.Millisecond)
 			f.sim.Inject(provider.Fault{Kind: provider.Delay, Delay: time.Second, Times: 3})
 		}, 503, "provider_timeout", false},
 	} {

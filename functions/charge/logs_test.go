@@ -25,7 +25,7 @@ func TestLogsCarryNoBodyKeyOrCardField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	payments := newStripePayments(f.api, secret, log)
+	payments := newStripePayments(f.api, secret, log, nil)
 	payments.keyInUse = []time.Duration{time.Millisecond}
 	f.server.store, f.server.log, f.server.payments = store, log, payments
 	f.Handle = f.server.routes()

@@ -47,6 +47,10 @@ type fixture struct {
 	requests atomic.Int64 // requests the provider got
 	api      string       // the provider's base URL
 	body     string       // a request body, for tables of cases
+	got      struct {     // the traceparent of each request the provider got
+		sync.Mutex
+		traceparents []string
+	}
 }
 
 // clock is the one time of the store, the charge and the provider, moved
@@ -75,6 +79,9 @@ func newFixture(t *testing.T, storeOpts ...func(*idem.Options)) *fixture {
 	}
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.requests.Add(1)
+		f.got.Lock()
+		f.got.traceparents = append(f.got.traceparents, r.Header.Get("traceparent"))
+		f.got.Unlock()
 		f.sim.ServeHTTP(w, r)
 	}))
 	t.Cleanup(api.Close)
@@ -88,7 +95,7 @@ func newFixture(t *testing.T, storeOpts ...func(*idem.Options)) *fixture {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	payments := newStripePayments(api.URL, secret, log)
+	payments := newStripePayments(api.URL, secret, log, nil)
 	payments.keyInUse = []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond}
 	f.server = &server{store: store, db: f.fn, table: charges, attempts: attempts, scopeClaim: "sub", log: log, now: f.clock.now, payments: payments}
 	f.Caller = apitest.Caller{T: t, Routes: apitest.Function(t, "ChargeFunction").Routes, Handle: f.server.routes()}
@@ -355,7 +362,7 @@ func TestColdStartMakesAWorkingFunctionFromItsEnvironment(t *testing.T) {
 	} {
 		t.Setenv(k, v)
 	}
-	s, err := newServer(context.Background(), func(o *dynamodb.Options) { o.HTTPClient = calls })
+	s, err := newServer(context.Background(), nil, func(o *dynamodb.Options) { o.HTTPClient = calls })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,15 +47,19 @@ var keyInUseBackoff = []time.Duration{500 * time.Millisecond, time.Second, 2 * t
 // Logs: stripe-go logs whole error objects, with the payment intent's
 // description and metadata and the payment method's card and billing
 // details; its logger here keeps only the event, never an argument.
-func newStripePayments(baseURL, secret string, log *slog.Logger) *stripePayments {
-	return newStripeClient(baseURL, secret, log, 8*time.Second)
+//
+// transport carries the requests (nil: http.DefaultTransport); traced, it
+// is otelhttp's (tracing.Tracing.Transport), and each request, a retry
+// included, is a span under the work's, its traceparent sent along.
+func newStripePayments(baseURL, secret string, log *slog.Logger, transport http.RoundTripper) *stripePayments {
+	return newStripeClient(baseURL, secret, log, transport, 8*time.Second)
 }
 
 // newStripeClient is newStripePayments with a timeout per HTTP request.
-func newStripeClient(baseURL, secret string, log *slog.Logger, timeout time.Duration) *stripePayments {
+func newStripeClient(baseURL, secret string, log *slog.Logger, transport http.RoundTripper, timeout time.Duration) *stripePayments {
 	backend := stripe.GetBackendWithConfig(stripe.APIBackend, &stripe.BackendConfig{
 		URL:               stripe.String(baseURL),
-		HTTPClient:        &http.Client{Timeout: timeout},
+		HTTPClient:        &http.Client{Timeout: timeout, Transport: transport},
 		LeveledLogger:     eventsOnly{log},
 		MaxNetworkRetries: stripe.Int64(2),
 	})

@@ -10,6 +10,8 @@
 //	ORDER_FAST_PATH                   "true": POST /orders in one transaction (idem.Store.DoAtomic)
 //	AWS_SAM_LOCAL                     "true" under the SAM CLI only: the scope from the unverified bearer token (samlocal.Serve)
 //	DYNAMODB_ENDPOINT                 a local DynamoDB engine, for local runs
+//	OTEL_EXPORTER_OTLP_ENDPOINT       traces over OTLP/HTTP to a collector (the ADOT layer's), or else
+//	TRACES_FILE                       traces appended to a file, as JSON lines (make run's); neither: off (config.Tracing)
 package main
 
 import (
@@ -24,25 +26,39 @@ import (
 	"github.com/idemkeys/idem/functions/internal/config"
 	"github.com/idemkeys/idem/functions/internal/emf"
 	"github.com/idemkeys/idem/functions/internal/samlocal"
+	"github.com/idemkeys/idem/functions/internal/tracing"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
 func main() {
-	s, err := newServer(context.Background())
+	ctx := context.Background()
+	tr, err := config.Tracing(ctx, "order")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "order:", err)
 		os.Exit(1)
 	}
-	// Under the SAM CLI (AWS_SAM_LOCAL=true), whose start-api skips the JWT
-	// authorizer, the scope comes from the unverified bearer token.
-	lambda.Start(samlocal.Serve(s.routes(), s.scopeClaim, s.log))
+	s, err := newServer(ctx, tr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "order:", err)
+		os.Exit(1)
+	}
+	lambda.Start(s.handler(tr))
+}
+
+// handler is the function's handler as lambda.Start runs it: its routes
+// (under the SAM CLI, AWS_SAM_LOCAL=true, whose start-api skips the JWT
+// authorizer, with the scope from the unverified bearer token), each
+// invocation a span when traced (tr; nil: off).
+func (s *server) handler(tr *tracing.Tracing) tracing.HTTPHandler {
+	return tracing.HTTP(tr, samlocal.Serve(s.routes(), s.scopeClaim, s.log))
 }
 
 // newServer is the function as its cold start makes it, from the
-// environment; dbOpts adjust its DynamoDB client (a test's recorder).
-func newServer(ctx context.Context, dbOpts ...func(*dynamodb.Options)) (*server, error) {
+// environment, tracing with tr (nil: off); dbOpts adjust its DynamoDB
+// client (a test's recorder).
+func newServer(ctx context.Context, tr *tracing.Tracing, dbOpts ...func(*dynamodb.Options)) (*server, error) {
 	log := config.Logger()
-	_, db, err := config.AWS(ctx, dbOpts...)
+	_, db, err := config.AWS(ctx, tr, dbOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +66,7 @@ func newServer(ctx context.Context, dbOpts ...func(*dynamodb.Options)) (*server,
 	if err != nil {
 		return nil, err
 	}
-	store, err := config.Store(ctx, db, log, func(o *idem.Options) { o.Metrics = emf.New(os.Stdout, "order") })
+	store, err := config.Store(ctx, db, log, tr, func(o *idem.Options) { o.Metrics = emf.New(os.Stdout, "order") })
 	if err != nil {
 		return nil, err
 	}

@@ -251,7 +251,7 @@ func TestColdStartMakesAWorkingFunctionFromItsEnvironment(t *testing.T) {
 	} {
 		t.Setenv(k, v)
 	}
-	s, err := newServer(context.Background(), func(o *dynamodb.Options) { o.HTTPClient = calls })
+	s, err := newServer(context.Background(), nil, func(o *dynamodb.Options) { o.HTTPClient = calls })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkeys/idem/functions/internal/httpx"
+	"github.com/idemkeys/idem/functions/internal/tracing"
 	"github.com/idemkeys/idem/internal/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
 	"github.com/idemkeys/idem/pkg/idem/idemlambda"
@@ -50,6 +51,10 @@ type order struct {
 	Note    string     `dynamodbav:"note,omitempty" json:"note,omitempty"`
 	Status  string     `dynamodbav:"status" json:"status"`
 	Created int64      `dynamodbav:"created" json:"created"`
+	// TraceParent names the span that wrote the order, when traced
+	// (tracing.Parent): the stream record's new image carries it to the
+	// consumer that counts the order, which links to it. Never answered.
+	TraceParent string `dynamodbav:"traceparent,omitempty" json:"-"`
 }
 
 // sameOrder says whether a PUT asks for the order that exists: the same
@@ -130,6 +135,7 @@ func (s *server) newOrder(scope, id string, req orderRequest) order {
 func (s *server) create(ctx context.Context, req idemlambda.Request[events.APIGatewayV2HTTPRequest, orderRequest], tx *idem.Tx) (idem.Response, error) {
 	id := "ord_" + strings.ToLower(rand.Text()[:20])
 	o := s.newOrder(req.Scope, id, req.Body)
+	o.TraceParent = tracing.Parent(ctx) // the Store's span: the consumer links to it
 	item, err := attributevalue.MarshalMap(&o)
 	if err != nil {
 		return idem.Response{}, err
@@ -166,6 +172,7 @@ func (s *server) put(ctx context.Context, req events.APIGatewayV2HTTPRequest) (e
 		return httpx.ErrorResponse(http.StatusBadRequest, "invalid_json", err.Error()), nil
 	}
 	o := s.newOrder(scope, id, body)
+	o.TraceParent = tracing.Parent(ctx) // the invocation's span: the consumer links to it
 	item, err := attributevalue.MarshalMap(&o)
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err

@@ -263,7 +263,7 @@ func TestColdStartMakesAWorkingFunctionFromItsEnvironment(t *testing.T) {
 	} {
 		t.Setenv(k, v)
 	}
-	handle, err := newHandler(context.Background(), func(o *dynamodb.Options) { o.HTTPClient = calls })
+	handle, err := newHandler(context.Background(), nil, func(o *dynamodb.Options) { o.HTTPClient = calls })
 	if err != nil {
 		t.Fatal(err)
 	}

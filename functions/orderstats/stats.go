@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/idemkeys/idem/functions/internal/tracing"
 	"github.com/idemkeys/idem/pkg/idem"
 	"github.com/idemkeys/idem/pkg/idem/idemlambda"
 )
@@ -76,6 +77,9 @@ func (p *projector) project(ctx context.Context, ev idemlambda.Event[events.SQSM
 	if r.EventName != "INSERT" {
 		return nil // only creations count
 	}
+	// The message's span (the Store's), linked to the request's that
+	// created the order: a trace from the order to its count.
+	tracing.Link(ctx, str(r.Change.NewImage[tracing.ItemAttribute]))
 	if at := r.Change.ApproximateCreationDateTime.Time; at.Unix() > 0 && p.now().Sub(at) > MaxAge {
 		p.log.Error("orderstats: change refused, older than the exactly-once window; reconcile by hand",
 			"event_id", r.EventID, "age_hours", int(p.now().Sub(at).Hours()), "max_age_hours", int(MaxAge.Hours()))

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/idemkeys/idem/local/apigw"
@@ -46,6 +47,10 @@ type Options struct {
 	// FaultProxy puts a faultproxy between the functions and the engine,
 	// for tests that hold or break their DynamoDB calls.
 	FaultProxy bool
+	// TracesFile, when set, is where the functions append their spans, a
+	// JSON line each (TracesVar; go run ./local/cmd/traces prints them),
+	// emptied at Start; relative to Root. Unset, they trace nothing.
+	TracesFile string
 	Progress   io.Writer
 	Log        *slog.Logger
 }
@@ -59,6 +64,7 @@ type Stack struct {
 	Auth                          *apigw.Authorizer
 	API                           *apigw.Server
 	Faults                        *faultproxy.Proxy // with Options.FaultProxy
+	TracesFile                    string            // with Options.TracesFile: its absolute path
 	Vars                          map[string]string // what EnvFile holds
 	closers                       []func()
 	progress                      io.Writer
@@ -87,6 +93,9 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		return nil, err
 	}
 	if err := s.startProvider(o); err != nil {
+		return nil, err
+	}
+	if err := s.startTraces(o); err != nil {
 		return nil, err
 	}
 	if err := s.startAPI(tpl, o); err != nil {
@@ -170,6 +179,40 @@ func (s *Stack) startProvider(o Options) error {
 	s.Vars["PROVIDER_BASE_URL"] = providerURL
 	s.Vars["PROVIDER_SECRET_KEY"] = ProviderSecret
 	s.step("payment provider simulator at %s (every charge it makes: GET %s/_sim/effects)", providerURL, providerURL)
+	return nil
+}
+
+// TracesVar is the functions' variable naming the file they append their
+// spans to (functions/internal/config.Tracing), and TracesFile make run's,
+// relative to the project root: make traces (go run ./local/cmd/traces)
+// prints it as trees.
+const (
+	TracesVar  = "TRACES_FILE"
+	TracesFile = "local/.run/traces.jsonl"
+)
+
+// startTraces empties the traces file, and has the functions trace to it.
+func (s *Stack) startTraces(o Options) error {
+	if o.TracesFile == "" {
+		return nil
+	}
+	path := o.TracesFile
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(o.Root, path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		return fmt.Errorf("traces file: %w", err)
+	}
+	s.TracesFile = path
+	s.Vars[TracesVar] = path
+	rel, err := filepath.Rel(o.Root, path)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		rel = path
+	}
+	s.step("traces of every request: %s, a JSON line per span (make traces prints them as trees)", rel)
 	return nil
 }
 

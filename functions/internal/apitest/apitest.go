@@ -43,6 +43,9 @@ type Caller struct {
 	T      testing.TB
 	Routes []template.Route
 	Handle httpx.Routes
+	// Handler, when set, is called instead of Handle: the function's
+	// handler as lambda.Start runs it (its invocation span included).
+	Handler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 }
 
 // Call sends one request as API Gateway would present it. sub is the
@@ -71,7 +74,11 @@ func (c *Caller) CallRaw(method, path, rawPath, sub, key, body string, extra ...
 	if !ok {
 		c.T.Fatalf("no template route for %s %s", method, path)
 	}
-	resp, err := c.Handle.Handle(context.Background(), apigw.Event(r, []byte(body), route, params, Claims(c.T, sub)))
+	handle := c.Handle.Handle
+	if c.Handler != nil {
+		handle = c.Handler
+	}
+	resp, err := handle(context.Background(), apigw.Event(r, []byte(body), route, params, Claims(c.T, sub)))
 	if err != nil {
 		c.T.Fatalf("%s %s: handler error %v", method, path, err)
 	}

@@ -1,6 +1,6 @@
 // Package config is the functions' configuration at cold start: required
-// environment variables, the logger, the AWS clients, the idempotency Store
-// and the scope claim.
+// environment variables, the logger, tracing, the AWS clients, the
+// idempotency Store and the scope claim.
 package config
 
 import (
@@ -15,6 +15,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/idemkeys/idem/functions/internal/tracing"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
@@ -35,12 +36,14 @@ func Logger() *slog.Logger {
 
 // AWS loads the AWS configuration and a DynamoDB client. DYNAMODB_ENDPOINT,
 // when set, points the client at a local engine; optFns adjust the client
-// further (a test's recording HTTP client).
-func AWS(ctx context.Context, optFns ...func(*dynamodb.Options)) (aws.Config, *dynamodb.Client, error) {
+// further (a test's recording HTTP client). With tracing on, every client
+// made from the configuration traces its calls (tracing.Tracing.AWS).
+func AWS(ctx context.Context, tr *tracing.Tracing, optFns ...func(*dynamodb.Options)) (aws.Config, *dynamodb.Client, error) {
 	cfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
 		return aws.Config{}, nil, fmt.Errorf("load AWS config: %w", err)
 	}
+	tr.AWS(&cfg.APIOptions)
 	db := dynamodb.NewFromConfig(cfg, append([]func(*dynamodb.Options){func(o *dynamodb.Options) {
 		if ep := os.Getenv("DYNAMODB_ENDPOINT"); ep != "" {
 			o.BaseEndpoint = aws.String(ep)
@@ -50,14 +53,15 @@ func AWS(ctx context.Context, optFns ...func(*dynamodb.Options)) (aws.Config, *d
 }
 
 // Store returns the idempotency store on the table in IDEMPOTENCY_TABLE,
-// logging to log. IDEM_LEASE, when set (a Go duration such as "3s"),
-// shortens the lease, so that a local demonstration of a crash need not wait
-// out the default; the lease is cut to the Lambda's deadline in any case.
+// logging to log, tracing on tr's provider (off: none). IDEM_LEASE, when
+// set (a Go duration such as "3s"), shortens the lease, so that a local
+// demonstration of a crash need not wait out the default; the lease is cut
+// to the Lambda's deadline in any case.
 // It refuses to start on a global table (idem.CheckSingleRegion): one
 // DescribeTable call at cold start. A describe that fails (the network, a
 // missing permission) is logged and does not stop the function: only a
 // table known to be replicated does.
-func Store(ctx context.Context, db *dynamodb.Client, log *slog.Logger, optFns ...func(*idem.Options)) (*idem.Store, error) {
+func Store(ctx context.Context, db *dynamodb.Client, log *slog.Logger, tr *tracing.Tracing, optFns ...func(*idem.Options)) (*idem.Store, error) {
 	table, err := Env("IDEMPOTENCY_TABLE")
 	if err != nil {
 		return nil, err
@@ -74,7 +78,7 @@ func Store(ctx context.Context, db *dynamodb.Client, log *slog.Logger, optFns ..
 			return nil, fmt.Errorf("IDEM_LEASE=%q is not a positive duration", v)
 		}
 	}
-	return idem.New(db, table, append([]func(*idem.Options){func(o *idem.Options) { o.Logger, o.Lease = log, lease }}, optFns...)...)
+	return idem.New(db, table, append([]func(*idem.Options){func(o *idem.Options) { o.Logger, o.Lease, o.TracerProvider = log, lease, tr.Provider() }}, optFns...)...)
 }
 
 // ScopeClaim is the JWT claim that names the caller: SCOPE_CLAIM, or "sub".

@@ -4,7 +4,8 @@
 // and the HTTP API on 127.0.0.1:3000 invoking the built bootstraps under the
 // Lambda Runtime Interface Emulator, with openapi.yaml at /openapi.yaml and
 // /openapi.json. How to reach it all goes to local/.run/stack.env, which
-// make invoke and make demo read.
+// make invoke and make demo read; the functions' spans go to
+// local/.run/traces.jsonl, which make traces prints.
 //
 // Ctrl-C or SIGTERM stops it: every process it started ends, it prints one
 // line and exits 0. Under make, Ctrl-C reaches this command alone (see
@@ -45,6 +46,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.Lease, "lease", "3s", "the functions' idempotency lease (IDEM_LEASE); short, so a crash's takeover comes soon")
 	fs.StringVar(&o.BinDir, "bin", "", "where the built <fn>/bootstrap are (default: bin under the project root, as make build leaves them)")
 	fs.StringVar(&o.TablePrefix, "table-prefix", "", "prefix of the tables' names (default local-)")
+	fs.StringVar(&o.TracesFile, "traces", devstack.TracesFile, "the file the functions append their spans to, relative to the project root (\"\": no tracing)")
 	envFile := fs.String("env", devstack.EnvFile, "the env file to write, relative to the project root")
 	quiet := fs.Bool("quiet", false, "do not log each request")
 	if err := fs.Parse(args); err != nil {
@@ -104,15 +106,23 @@ Try (the second call replays the first: same body, Idempotent-Replayed: true, on
   curl -si %s/charges -H "Authorization: Bearer $TOKEN" -H "Idempotency-Key: demo-1" \
        -H "Content-Type: application/json" -d '{"amount":1050,"currency":"usd","payment_method":"pm_card_visa"}'
   curl -s %s/_sim/effects
-
+%s
 Or the guided tour: make demo.  Ctrl-C stops everything.
-`, envFile, s.APIURL, s.APIURL, token, s.APIURL, s.APIURL, s.ProviderURL)
+`, envFile, s.APIURL, s.APIURL, token, s.APIURL, s.APIURL, s.ProviderURL, tracesHint(s))
 	<-ctx.Done()
 	start := time.Now()
 	s.Close()
 	stopped = true
 	fmt.Fprintf(stdout, "\n• stopped: the API, the simulator and the engine are down (%.1fs); bye\n", time.Since(start).Seconds())
 	return nil
+}
+
+// tracesHint says how to see the requests' traces, when they are kept.
+func tracesHint(s *devstack.Stack) string {
+	if s.TracesFile == "" {
+		return ""
+	}
+	return "\nEach request's trace, the last two (the charge and its replay) as trees:\n  make traces N=2\n"
 }
 
 // publishOpenAPI has api serve root's openapi.yaml.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,8 +25,9 @@ func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
 // "Ready", and stops it with SIGINT (what Ctrl-C sends) and with SIGTERM,
 // and once with SIGINT while it starts: each time it exits 0, its last line
 // is a goodbye, it wrote nothing to stderr, and the API no longer answers.
+// Ready, it has said where the functions' traces go.
 func TestStopsCleanlyOnInterruptOrTerminate(t *testing.T) {
-	_, bin := templatetest.Built(t)
+	tpl, bin := templatetest.Built(t)
 	cmd := filepath.Join(t.TempDir(), "run")
 	if out, err := exec.Command("go", "build", "-o", cmd, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
@@ -44,8 +46,10 @@ func TestStopsCleanlyOnInterruptOrTerminate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			suffix := strings.ToLower(rand.Text()[:6])
 			env := filepath.Join("local", ".run", "stack-test-"+suffix+".env")
+			traces := filepath.Join("local", ".run", "traces-test-"+suffix+".jsonl")
+			t.Cleanup(func() { os.Remove(filepath.Join(tpl.Dir, traces)) })
 			c := exec.Command(cmd, "-quiet", "-api", "127.0.0.1:0", "-provider", "127.0.0.1:0",
-				"-bin", bin, "-table-prefix", "run"+suffix+"-", "-env", env)
+				"-bin", bin, "-table-prefix", "run"+suffix+"-", "-env", env, "-traces", traces)
 			var stderr bytes.Buffer
 			c.Stderr = &stderr
 			stdout, err := c.StdoutPipe()
@@ -88,6 +92,9 @@ func TestStopsCleanlyOnInterruptOrTerminate(t *testing.T) {
 			}
 			if api == "" {
 				return // stopped before it served
+			}
+			if said := "• traces of every request: " + traces + ","; !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, said) }) {
+				t.Errorf("no line %q in:\n%s", said, strings.Join(lines, "\n"))
 			}
 			if conn, err := net.DialTimeout("tcp", api, time.Second); err == nil {
 				conn.Close()
