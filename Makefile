@@ -8,13 +8,14 @@ LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags='-s -w' -buildvcs=false
 FUNCTIONS    := charge order orderstats
 HOST_ARCH    := $(shell $(GO) env GOARCH)
 
-.PHONY: help test print-fuzz-targets vet fuzz soak chaos run demo traces model bench bench-powertools build invoke deps deploy clean sam-local-env
+.PHONY: help test print-fuzz-targets vet vet-fast lint lint-json fuzz soak chaos run demo traces model bench bench-powertools build invoke deps deploy clean sam-local-env
 
 help:
 	@echo "make run     the whole API on 127.0.0.1:3000: DynamoDB engine, provider simulator, functions under the Lambda RIE"
 	@echo "make demo    a guided walk through the guarantees, against make run's stack"
 	@echo "make traces  [N=2]: make run's requests as traces, a tree each (the last N), from local/.run/traces.jsonl"
-	@echo "make test    go vet and every test, on a local engine the tests start themselves"
+	@echo "make test    vet and every test, on a local engine the tests start themselves; golangci-lint runs beside them"
+	@echo "make vet     gofmt, go vet, golangci-lint (.golangci.yml, on the module and tools/) and cfn-lint template.yaml"
 	@echo "make model   the Promela models (the protocol, the client, the queue) with spin, their negative controls and the larger runs make test leaves out"
 	@echo "make bench   every figure of BENCHMARKS.md, into bin/bench/, then its glance table and docs/bench/*.svg from that run (installs Powertools from npm into bin/powertools)"
 	@echo "make bench-powertools   only pkg/idem beside Powertools for AWS Lambda (TypeScript)"
@@ -29,11 +30,30 @@ deps:
 	@local/ensure-dynamodb-local.sh
 	@local/ensure-spin.sh
 
-vet:
+vet: vet-fast lint
+
+# What make test runs before its tests; golangci-lint runs beside them.
+vet-fast:
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	@command -v cfn-lint >/dev/null || { echo "cfn-lint not found: pip install cfn-lint"; exit 1; }
 	cfn-lint template.yaml
+
+# golangci-lint, pinned in tools/go.mod, with .golangci.yml: on the module,
+# then on tools/, a module of its own.
+lint:
+	$(GO) tool -modfile=tools/go.mod golangci-lint run ./...
+	$(GO) -C tools tool golangci-lint run ./...
+
+# make lint as the one test ("golangci-lint") of a package "lint", in go
+# test -json's words (test2json), so that make test's summary counts it:
+# "ok  lint ... golangci-lint", or FAIL with the findings, and in its
+# closing line.
+lint-json:
+	@{ echo "=== RUN   golangci-lint"; s=$$SECONDS; \
+	  if out=$$($(MAKE) --no-print-directory -s lint 2>&1); then r=PASS; else r=FAIL; fi; \
+	  printf '%s\n' "$$out" | sed 's/^/    /'; \
+	  echo "--- $$r: golangci-lint ($$((SECONDS - s)).00s)"; echo "$$r"; } | $(GO) tool test2json -t -p lint
 
 # Every package's tests (the tools module's too: the bench's chart generator),
 # then the fuzz runs, through local/cmd/testsum: a
@@ -41,13 +61,18 @@ vet:
 # "N passed, N failed", with "; not run: N fuzz targets" when a failure
 # stopped make test before them (testsum is told FUZZ_TARGETS, and names
 # those that never started). The fuzz runs get -json from GOFLAGS (only
-# they: tests that build with go themselves must not).
-test: deps vet
+# they: tests that build with go themselves must not). golangci-lint runs
+# beside the tests (a minute or two of CPU with a cold cache, which the
+# tests, waiting on their engines, leave idle): its result comes last, as
+# the package "lint" (lint-json), whatever the tests did.
+test: deps vet-fast
 	@$(GO) build -o bin/local/testsum ./local/cmd/testsum
 	@set -o pipefail; \
-	{ $(GO) test -json -count=1 -timeout 15m ./... && \
-	  $(GO) -C tools test -json -count=1 ./... && \
-	  GOFLAGS=-json $(MAKE) --no-print-directory fuzz; } 2>&1 | bin/local/testsum -fuzz "$(FUZZ_TARGETS)"
+	{ $(MAKE) --no-print-directory -s lint-json >bin/local/lint.json 2>&1 & lint=$$!; \
+	  { $(GO) test -json -count=1 -timeout 15m ./... && \
+	    $(GO) -C tools test -json -count=1 ./... && \
+	    GOFLAGS=-json $(MAKE) --no-print-directory fuzz; }; \
+	  wait $$lint || echo "make lint-json failed:"; cat bin/local/lint.json; } 2>&1 | bin/local/testsum -fuzz "$(FUZZ_TARGETS)"
 
 # The fuzz targets of make fuzz's loop (package:target), read from it.
 FUZZ_TARGETS = $(shell sed -n '/^fuzz:/,/done/p' Makefile | grep -o '[a-z/]*:Fuzz[A-Za-z0-9]*')

@@ -192,11 +192,13 @@ func TestDeleteRefusesAKeyInProgress(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	var rec *idem.KeyRecord
-	f.Store.Do(ctx, req("dave", "k1", `{}`), func(ctx context.Context, _ *idem.Tx) (idem.Response, error) {
+	if _, err := f.Store.Do(ctx, req("dave", "k1", `{}`), func(ctx context.Context, _ *idem.Tx) (idem.Response, error) {
 		var err error
 		rec, err = f.Store.Inspect(ctx, "dave", "k1")
 		return idem.Response{StatusCode: 200}, err
-	})
+	}); err != nil {
+		t.Fatal(err)
+	}
 	if rec == nil || rec.Status != "IN_PROGRESS" {
 		t.Fatalf("read in progress: %+v", rec)
 	}

@@ -101,9 +101,9 @@ func (s *Store) settleHandBack(ctx context.Context, cp completion, unknown outco
 	handed, r, err := s.handBack(ctx, cp.pk, cp.put)
 	switch {
 	case err != nil && errors.Is(cause, ErrMisconfigured) && errors.Is(err, ErrMisconfigured):
-		return outcome{err: fmt.Errorf("%w (and the hand-back: %v)", cause, err)}, "failed" // the configuration, as in settle
+		return outcome{err: fmt.Errorf("%w (and the hand-back: %v)", cause, err)}, "failed" //nolint:errorlint // the configuration, as in settle: the commit's cause is the answer, the hand-back's is detail
 	case err != nil:
-		return outcome{err: fmt.Errorf("idem: commit outcome unknown (it may still land), and it could not be handed back: %v", errors.Join(cause, err))}, "unknown"
+		return outcome{err: fmt.Errorf("idem: commit outcome unknown (it may still land), and it could not be handed back: %v", errors.Join(cause, err))}, "unknown" //nolint:errorlint // neither cause is the answer: matching one would make an outcome that may still land look definite
 	case handed:
 		return outcome{err: fmt.Errorf("idem: commit failed, nothing written; the key is handed back to the request with a lapsed lease: %w", cause)}, "handed_back"
 	case r != nil && r.Status == statusCompleted && r.LeaseToken == cp.token:

@@ -98,7 +98,9 @@ func TestAtomicRacersCommitOnce(t *testing.T) {
 func TestAtomicRefusesAnotherRequestsKey(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	f.Store.DoAtomic(ctx, req("alice", "k1", `{"n":1}`), f.newOrder("alice", nil))
+	if _, err := f.Store.DoAtomic(ctx, req("alice", "k1", `{"n":1}`), f.newOrder("alice", nil)); err != nil {
+		t.Fatal(err)
+	}
 	_, err := f.Store.DoAtomic(ctx, req("alice", "k1", `{"n":2}`), f.newOrder("alice", nil))
 	if !errors.Is(err, idem.ErrFingerprintMismatch) {
 		t.Fatalf("err = %v, want ErrFingerprintMismatch", err)
@@ -170,7 +172,9 @@ func TestAtomicAndClaimThenCommitShareRecords(t *testing.T) {
 func TestAtomicBusinessConflictStoresTheDecidedResponse(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	f.Raw.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.Business), Item: f.OrderPut("alice", "taken", "existing").Put.Item})
+	if _, err := f.Raw.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.Business), Item: f.OrderPut("alice", "taken", "existing").Put.Item}); err != nil {
+		t.Fatal(err)
+	}
 	work := func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
 		tx.Add(f.OrderPut("alice", "taken", "new"), func(old map[string]types.AttributeValue) (idem.Response, error) {
 			return idem.Response{StatusCode: 409, Body: []byte("taken by " + str(old, "note"))}, nil

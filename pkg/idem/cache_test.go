@@ -51,8 +51,9 @@ func TestCacheKeepsOnlyCompletedRecords(t *testing.T) {
 	other := f.NewStore(withCache(100, 1<<20)) // another execution environment
 	ctx := context.Background()
 	held, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var heldErr error
 	go func() {
-		f.Store.Do(ctx, req("alice", "k1", `{}`), func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		_, heldErr = f.Store.Do(ctx, req("alice", "k1", `{}`), func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
 			close(held)
 			<-release
 			return idem.Response{StatusCode: 200, Body: []byte("done")}, nil
@@ -65,6 +66,9 @@ func TestCacheKeepsOnlyCompletedRecords(t *testing.T) {
 	}
 	close(release)
 	<-done
+	if heldErr != nil {
+		t.Fatalf("the holder: %v", heldErr)
+	}
 	f.DB.Reset()
 	if res, err := other.Do(ctx, req("alice", "k1", `{}`), ok201("x")); err != nil || string(res.Response.Body) != "done" || f.DB.Total() != 1 {
 		t.Fatalf("after completion: %+v %v with %v calls, want the stored response read once (the 409 was not cached)", res, err, f.DB.Calls())
@@ -113,12 +117,13 @@ func TestCacheIsBoundedAndExpires(t *testing.T) {
 	f := newFixture(t, withCache(2, 1<<20))
 	ctx := context.Background()
 	for _, k := range []string{"k1", "k2", "k3"} {
-		f.Store.Do(ctx, req("alice", k, `{}`), ok201(k))
+		if _, err := f.Store.Do(ctx, req("alice", k, `{}`), ok201(k)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	f.DB.Reset()
-	f.Store.Do(ctx, req("alice", "k1", `{}`), ok201("x")) // evicted by k3: read from the table
-	if f.DB.Total() != 1 {
-		t.Fatalf("an evicted entry cost %v calls, want 1", f.DB.Calls())
+	if res, err := f.Store.Do(ctx, req("alice", "k1", `{}`), ok201("x")); err != nil || !res.Replayed || f.DB.Total() != 1 { // evicted by k3: read from the table
+		t.Fatalf("an evicted entry: %+v %v with %v calls, want a replay read once", res, err, f.DB.Calls())
 	}
 	f.Clock.Advance(idem.MinTTL + time.Hour) // every record expired
 	f.DB.Reset()
@@ -128,15 +133,16 @@ func TestCacheIsBoundedAndExpires(t *testing.T) {
 
 	small := newFixture(t, withCache(100, 300))
 	big := strings.Repeat("b", 200)
-	small.Store.Do(ctx, req("alice", "a", `{}`), ok201(big))
-	small.Store.Do(ctx, req("alice", "b", `{}`), ok201(big)) // over 300 bytes with a: a goes
-	small.DB.Reset()
-	small.Store.Do(ctx, req("alice", "b", `{}`), ok201("x"))
-	if small.DB.Total() != 0 {
-		t.Fatalf("the newest entry cost %v calls, want 0", small.DB.Calls())
+	for _, k := range []string{"a", "b"} { // over 300 bytes with a: a goes
+		if _, err := small.Store.Do(ctx, req("alice", k, `{}`), ok201(big)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	small.Store.Do(ctx, req("alice", "a", `{}`), ok201("x"))
-	if small.DB.Total() != 1 {
-		t.Fatalf("an entry past the byte bound cost %v calls, want 1 (evicted)", small.DB.Calls())
+	small.DB.Reset()
+	if res, err := small.Store.Do(ctx, req("alice", "b", `{}`), ok201("x")); err != nil || !res.Replayed || small.DB.Total() != 0 {
+		t.Fatalf("the newest entry: %+v %v with %v calls, want a replay from the cache", res, err, small.DB.Calls())
+	}
+	if res, err := small.Store.Do(ctx, req("alice", "a", `{}`), ok201("x")); err != nil || !res.Replayed || small.DB.Total() != 1 {
+		t.Fatalf("an entry past the byte bound: %+v %v with %v calls, want a replay read once (evicted)", res, err, small.DB.Calls())
 	}
 }

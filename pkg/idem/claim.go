@@ -91,7 +91,7 @@ func (s *Store) claim(ctx context.Context, c *call, seen *record) (*lease, *reco
 	handed, found, herr := s.handBack(ctx, c.pk, put)
 	switch {
 	case herr != nil:
-		return nil, nil, fmt.Errorf("idem: claim outcome unknown, and it could not be handed back (a lease it took runs out): %w (hand-back: %v)", err, herr)
+		return nil, nil, fmt.Errorf("idem: claim outcome unknown, and it could not be handed back (a lease it took runs out): %w (hand-back: %v)", err, herr) //nolint:errorlint // the claim's error is the answer; the hand-back's must not add its sentinel
 	case !handed:
 		return nil, found, nil // another's record, which this claim can no longer take
 	case conflicted(err):

@@ -175,7 +175,7 @@ func (s *Store) refusedWrites(ctx context.Context, c completion, err error) erro
 		return fmt.Errorf("%w: DynamoDB refused the writes: %w", ErrInvalidWrite, err)
 	}
 	if _, rerr := s.read(context.WithoutCancel(ctx), c.pk); errors.Is(rerr, ErrMisconfigured) {
-		return fmt.Errorf("%w (the commit: %v)", rerr, err)
+		return fmt.Errorf("%w (the commit: %v)", rerr, err) //nolint:errorlint // the table's misfit is the answer; the commit's refusal is detail for the reader
 	}
 	return fmt.Errorf("%w: DynamoDB refused the writes: %w", ErrInvalidWrite, err)
 }
@@ -371,7 +371,7 @@ func onlyConflicts(reasons []types.CancellationReason) bool {
 
 func backoff(attempt int) time.Duration {
 	base := 10 * time.Millisecond << attempt
-	return base/2 + rand.N(base)
+	return base/2 + rand.N(base) //nolint:gosec // G404: jitter that spreads retries, not a secret
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

@@ -68,7 +68,9 @@ func ExampleStore_Do_mismatch() {
 	first, _ := idem.Fingerprint("POST", "/charges", []byte(`{"amount":100}`), true)
 	second, _ := idem.Fingerprint("POST", "/charges", []byte(`{"amount":900}`), true)
 
-	store.Do(context.Background(), idem.Request{Scope: "user-42", Key: "k", Fingerprint: first}, ok)
+	if _, err := store.Do(context.Background(), idem.Request{Scope: "user-42", Key: "k", Fingerprint: first}, ok); err != nil {
+		log.Fatal(err)
+	}
 	_, err = store.Do(context.Background(), idem.Request{Scope: "user-42", Key: "k", Fingerprint: second}, ok)
 	fmt.Println(errors.Is(err, idem.ErrFingerprintMismatch))
 	// Output: true

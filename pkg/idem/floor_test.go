@@ -46,12 +46,11 @@ func TestFloor(t *testing.T) {
 	f := newFixture(t)
 	cases := floorCases(t, f)
 	type result struct {
-		lib, bare    []float64 // ms per request, mean of each round
-		ratios       []float64 // mean over mean, per round
-		libAll       []float64 // every request's ms
-		bareAll      []float64
-		calls, bareN map[string]int
-		libCalls     int
+		lib, bare []float64 // ms per request, mean of each round
+		ratios    []float64 // mean over mean, per round
+		libAll    []float64 // every request's ms
+		bareAll   []float64
+		calls     map[string]int
 	}
 	results := make([]*result, len(cases))
 	for i := range results {

@@ -32,7 +32,7 @@ func (s *Store) run(ctx context.Context, c *call, l *lease, work Work) (res Resu
 	c.leaseFrom = l.until - l.duration.Milliseconds()
 	workCtx, cancel, err := s.workContext(ctx, l)
 	if err != nil {
-		s.lapse(ctx, l.pk, l.token)
+		_, _, _ = s.lapse(ctx, l.pk, l.token) // best effort: a lapse that fails leaves the lease to run out
 		c.observe(OutcomeLapsed)
 		return Result{}, err
 	}
@@ -43,7 +43,7 @@ func (s *Store) run(ctx context.Context, c *call, l *lease, work Work) (res Resu
 		// instead of leaving it to run out.
 		if p := recover(); p != nil {
 			c.worked("panic")
-			s.lapse(ctx, l.pk, l.token)
+			_, _, _ = s.lapse(ctx, l.pk, l.token) // best effort: a lapse that fails leaves the lease to run out
 			c.outcome = OutcomeLapsed
 			panic(p)
 		}
@@ -52,7 +52,7 @@ func (s *Store) run(ctx context.Context, c *call, l *lease, work Work) (res Resu
 	resp, err := work(workCtx, &tx)
 	if err != nil {
 		c.worked("error")
-		s.lapse(ctx, l.pk, l.token)
+		_, _, _ = s.lapse(ctx, l.pk, l.token) // best effort: a lapse that fails leaves the lease to run out
 		c.log.Warn("idem", "outcome", "lapsed", "error", err.Error())
 		c.observe(OutcomeLapsed)
 		return Result{}, err
@@ -64,7 +64,7 @@ func (s *Store) run(ctx context.Context, c *call, l *lease, work Work) (res Resu
 	case o.unknown:
 		o = s.settle(ctx, l.pk, l.token, o)
 	case o.err != nil:
-		s.lapse(ctx, l.pk, l.token)
+		_, _, _ = s.lapse(ctx, l.pk, l.token) // best effort: a lapse that fails leaves the lease to run out
 	}
 	return c.finish(o, l.token, OutcomeLapsed)
 }
@@ -181,11 +181,11 @@ func (s *Store) settleLapse(ctx context.Context, pk, token string, unknown outco
 	case err != nil && errors.Is(cause, ErrMisconfigured) && errors.Is(err, ErrMisconfigured):
 		// The commit and the lapse both refused for the table: the
 		// configuration, not an outcome to wait out.
-		return outcome{err: fmt.Errorf("%w (and the lapse: %v)", cause, err)}, "failed"
+		return outcome{err: fmt.Errorf("%w (and the lapse: %v)", cause, err)}, "failed" //nolint:errorlint // the commit's cause is the answer; the lapse's error is detail
 	case err != nil:
 		// Unknown: neither error is the answer (a refused lapse does not
 		// make a commit that may have landed a definite failure).
-		return outcome{err: fmt.Errorf("idem: commit outcome unknown (it may still land), lease left to run out: %v", errors.Join(cause, err))}, "unknown"
+		return outcome{err: fmt.Errorf("idem: commit outcome unknown (it may still land), lease left to run out: %v", errors.Join(cause, err))}, "unknown" //nolint:errorlint // neither cause is the answer: matching one would make an outcome that may still land look definite
 	case lapsed:
 		return outcome{err: fmt.Errorf("idem: commit failed, lease lapsed: %w", cause)}, "lapsed"
 	case r != nil && r.Status == statusCompleted && r.LeaseToken == token:

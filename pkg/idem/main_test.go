@@ -20,9 +20,8 @@ func newFixture(t *testing.T, optFns ...func(*idem.Options)) *fixture {
 }
 
 var (
-	race     = testbed.Race
-	req      = testbed.Req
-	num      = testbed.Num
-	str      = testbed.Str
-	newClock = testbed.NewClock
+	race = testbed.Race
+	req  = testbed.Req
+	num  = testbed.Num
+	str  = testbed.Str
 )

@@ -123,11 +123,15 @@ func TestMetricsReportCacheHits(t *testing.T) {
 	if _, err := f.Store.Do(ctx, req("alice", "k1", `{"a":1}`), ok); err != nil {
 		t.Fatal(err)
 	}
-	f.Store.Do(ctx, req("alice", "k1", `{"a":1}`), ok)
+	if _, err := f.Store.Do(ctx, req("alice", "k1", `{"a":1}`), ok); err != nil {
+		t.Fatal(err)
+	}
 	if o, _ := rec.last(); o != idem.OutcomeCacheHit {
 		t.Fatalf("a cached replay reported %q, want %q", o, idem.OutcomeCacheHit)
 	}
-	f.Store.Do(ctx, req("alice", "k1", `{"a":2}`), ok)
+	if _, err := f.Store.Do(ctx, req("alice", "k1", `{"a":2}`), ok); !errors.Is(err, idem.ErrFingerprintMismatch) {
+		t.Fatalf("another body under the key: %v, want ErrFingerprintMismatch", err)
+	}
 	if o, _ := rec.last(); o != idem.OutcomeMismatch {
 		t.Fatalf("a 422 from the cache reported %q, want %q", o, idem.OutcomeMismatch)
 	}

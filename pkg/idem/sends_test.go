@@ -46,8 +46,9 @@ func TestWhatEachPathSends(t *testing.T) {
 				_, err = f.Store.DoAtomic(ctx, req("alice", "k1", `{}`), work)
 			case "Commit":
 				var tx idem.Tx
-				work(ctx, &tx)
-				_, err = f.Store.Commit(ctx, &tx)
+				if _, err = work(ctx, &tx); err == nil {
+					_, err = f.Store.Commit(ctx, &tx)
+				}
 			}
 			if err != nil {
 				t.Fatal(err)

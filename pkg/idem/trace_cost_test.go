@@ -42,7 +42,9 @@ func benchmarkTraced(b *testing.B, atomic, replay bool) {
 	fp, _ := idem.Fingerprint("POST", "/orders", []byte(benchBody), true)
 	ctx := context.Background()
 	if replay {
-		do(ctx, idem.Request{Scope: "alice", Key: "k", Fingerprint: fp}, benchWork)
+		if _, err := do(ctx, idem.Request{Scope: "alice", Key: "k", Fingerprint: fp}, benchWork); err != nil {
+			b.Fatal(err)
+		}
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

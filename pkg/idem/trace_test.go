@@ -109,7 +109,7 @@ func (s span) steps() []string {
 		for _, kv := range e.Attributes {
 			switch kv.Key {
 			case "idem.result", "idem.call", "idem.record", "exception.type":
-				step += " " + kv.Value.Emit()
+				step += " " + kv.Value.String()
 			}
 		}
 		out = append(out, step)
@@ -396,8 +396,12 @@ func TestEveryPathIsOneSpanWithItsOutcomeAndSteps(t *testing.T) {
 		tr := newTracer(t)
 		f := newFixture(t, tr.opt)
 		func() {
-			defer func() { recover() }()
-			f.Store.Do(ctx, secretReq, func(context.Context, *idem.Tx) (idem.Response, error) { panic(secretErr) })
+			defer func() {
+				if recover() == nil {
+					t.Error("Do did not re-raise the work's panic")
+				}
+			}()
+			_, _ = f.Store.Do(ctx, secretReq, func(context.Context, *idem.Tx) (idem.Response, error) { panic(secretErr) }) // it panics: no answer
 		}()
 		tr.last(t).check(t, want{name: do, outcome: idem.OutcomeLapsed, calls: 2, errType: "panic",
 			steps: []string{"idem.claim won", "idem.work panic", "idem.lapse lapsed"}})
@@ -487,7 +491,7 @@ func secretIn(s sdktrace.ReadOnlySpan) string {
 		kvs = append(kvs, e.Attributes...)
 	}
 	for _, kv := range kvs {
-		texts = append(texts, string(kv.Key), kv.Value.Emit())
+		texts = append(texts, string(kv.Key), kv.Value.String())
 	}
 	for _, text := range texts {
 		for _, secret := range []string{secretScope, secretKey, secretBody, "SECRET"} {

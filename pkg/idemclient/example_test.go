@@ -83,12 +83,15 @@ func ExampleUnknownOutcomeError() {
 	c := idemclient.New(func(o *idemclient.Options) { o.MaxAttempts, o.MinBackoff = 3, time.Millisecond })
 	req, _ := http.NewRequest(http.MethodPost, busy.URL+"/charges", strings.NewReader(`{"amount":1050}`))
 	req.Header.Set("Idempotency-Key", key)
-	_, err := c.Do(req)
+	resp, err := c.Do(req)
 
 	var unknown *idemclient.UnknownOutcomeError
-	if errors.As(err, &unknown) {
+	switch {
+	case errors.As(err, &unknown):
 		fmt.Printf("outcome unknown after %d attempts (last %d %s): retry later with %s\n",
 			unknown.Attempts, unknown.StatusCode, unknown.Code, unknown.Key)
+	case err == nil:
+		resp.Body.Close()
 	}
 	// Output:
 	// outcome unknown after 3 attempts (last 503 provider_unavailable): retry later with order-7f3a-payment

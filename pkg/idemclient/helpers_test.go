@@ -156,6 +156,15 @@ func post(t *testing.T, ctx context.Context, url, body string) *http.Request {
 	return req
 }
 
+// errOf is the error of a call a test expects to fail; an answer that came
+// anyway is closed, so that the failing test does not hold its connection.
+func errOf(resp *http.Response, err error) error {
+	if resp != nil {
+		resp.Body.Close()
+	}
+	return err
+}
+
 func readAll(t *testing.T, resp *http.Response) string {
 	t.Helper()
 	defer resp.Body.Close()

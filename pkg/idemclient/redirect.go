@@ -37,7 +37,7 @@ func (op *operation) handOn(resp *http.Response) {
 		return
 	}
 	h.head, _ = io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	resp.Body.Close()
+	_ = resp.Body.Close() // what was read is kept; a failed close loses nothing of it
 	resp.Body = io.NopCloser(bytes.NewReader(h.head))
 	if w, ok := op.ctx.Value(watchKey{}).(*watch); ok {
 		w.waiting.Store(h)
@@ -87,13 +87,13 @@ func (h *hop) unknown(why error) *UnknownOutcomeError {
 
 // do sends req through hc, watched for a redirect not followed.
 func (w *watch) do(hc *http.Client, req *http.Request) (*http.Response, error) {
-	resp, err := hc.Do(req.WithContext(context.WithValue(req.Context(), watchKey{}, w)))
+	resp, err := hc.Do(req.WithContext(context.WithValue(req.Context(), watchKey{}, w))) //nolint:gosec // G704: a client sends where its caller asks
 	h := w.waiting.Load()
 	if h == nil || errors.Is(err, ErrOutcomeUnknown) {
 		return resp, err
 	}
 	if resp != nil {
-		resp.Body.Close()
+		_ = resp.Body.Close() // the unknown outcome replaces this answer: nothing of it is kept
 	}
 	return nil, h.unknown(err)
 }

@@ -38,6 +38,7 @@ func TestRedirectElsewhereAfterAnAttemptThatMayHaveActedIsAnUnknownOutcome(t *te
 				}
 				resp, err := do(post(t, context.Background(), srv.URL+"/charges", `{}`))
 				if err == nil {
+					resp.Body.Close()
 					t.Fatalf("%s: a plain %d, want an unknown outcome", via, resp.StatusCode)
 				}
 				got := s.requests()
@@ -172,6 +173,7 @@ func TestTemporaryRedirectThatCannotBeFollowedIsAnUnknownOutcome(t *testing.T) {
 			}
 			resp, err := do(post(t, context.Background(), srv.URL+"/charges", `{}`))
 			if err == nil {
+				resp.Body.Close()
 				t.Fatalf("a plain %d, want an unknown outcome", resp.StatusCode)
 			}
 			if u := unknown(t, err); u.StatusCode/100 != 3 || u.Key != s.requests()[0].key || u.Attempts != len(s.requests()) {
@@ -189,7 +191,7 @@ func TestTemporaryRedirectThatCannotBeFollowedIsAnUnknownOutcome(t *testing.T) {
 			}
 			return getBody()
 		}
-		_, err := New(fast).Do(req)
+		err := errOf(New(fast).Do(req))
 		if u := unknown(t, err); u.StatusCode != 307 || u.Key != s.requests()[0].key || !strings.Contains(err.Error(), "the file was removed") {
 			t.Fatalf("%+v (%v)", u, err)
 		}
@@ -222,5 +224,6 @@ func TestOwnHTTPClientThatStopsARedirectHandsItBack(t *testing.T) {
 		if resp == nil || resp.StatusCode != 307 || Key(resp) != s.requests()[0].key {
 			t.Fatalf("resp %v: want the last 307, with the key", resp)
 		}
+		resp.Body.Close() // closed already by the http.Client, as its doc says: closing again is harmless
 	})
 }

@@ -84,7 +84,7 @@ func TestAnAttemptWhoseResendCouldNotConnectMayHaveActed(t *testing.T) {
 	warm(t, tr, srv.URL)
 
 	var seen events
-	_, err := tr.RoundTrip(post(t, seen.context(), srv.URL, `{"amount":100}`))
+	err := errOf(tr.RoundTrip(post(t, seen.context(), srv.URL, `{"amount":100}`)))
 	got := seen.list()
 	if len(got) < 2 || got[0] != "conn reused=true" || got[1] != "wrote" {
 		t.Fatalf("trace %q: want the caller's own trace told of a request written on a reused connection", got)
@@ -169,7 +169,7 @@ func TestABaseThatReportsNoSendsMayHaveActed(t *testing.T) {
 	srv, s := serve(t, drop)
 	tr, _ := testTransport(t, nil, func(o *Options) { o.MaxAttempts = 2 })
 	tr.o.Base = noHooks{base: tr.o.Base, down: closedAddr(t)}
-	_, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
+	err := errOf(tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`)))
 	var op *net.OpError
 	if !errors.As(err, &op) || op.Op != "dial" {
 		t.Fatalf("err %v: the premise is a last error from a dial", err)
@@ -204,7 +204,7 @@ func (h hooked) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestAnAttemptThatHadAConnectionMayHaveActed(t *testing.T) {
 	for _, got := range []bool{true, false} {
 		tr := NewTransport(func(o *Options) { o.Base, o.MaxAttempts, o.MinBackoff = hooked{got: got}, 2, time.Millisecond })
-		_, err := tr.RoundTrip(post(t, context.Background(), "http://192.0.2.1/charges", `{}`))
+		err := errOf(tr.RoundTrip(post(t, context.Background(), "http://192.0.2.1/charges", `{}`)))
 		if errors.Is(err, ErrOutcomeUnknown) != got {
 			t.Fatalf("a connection got: %v; err %v", got, err)
 		}
@@ -238,7 +238,7 @@ func TestEndedWhileConnectingIsAPlainFailure(t *testing.T) {
 		tr := NewTransport(func(o *Options) { o.Base = stuckDial() })
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
-		_, err := tr.RoundTrip(post(t, ctx, "http://192.0.2.1/charges", `{}`))
+		err := errOf(tr.RoundTrip(post(t, ctx, "http://192.0.2.1/charges", `{}`)))
 		if err == nil || errors.Is(err, ErrOutcomeUnknown) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err %v: want a plain deadline error", err)
 		}
@@ -247,7 +247,7 @@ func TestEndedWhileConnectingIsAPlainFailure(t *testing.T) {
 		tr := NewTransport(func(o *Options) {
 			o.Base, o.AttemptTimeout, o.MaxAttempts, o.MinBackoff = stuckDial(), 50*time.Millisecond, 2, time.Millisecond
 		})
-		_, err := tr.RoundTrip(post(t, context.Background(), "http://192.0.2.1/charges", `{}`))
+		err := errOf(tr.RoundTrip(post(t, context.Background(), "http://192.0.2.1/charges", `{}`)))
 		if err == nil || errors.Is(err, ErrOutcomeUnknown) || !errors.Is(err, errAttemptTimeout) {
 			t.Fatalf("err %v: want a plain failure after two attempts that timed out connecting", err)
 		}
@@ -278,7 +278,7 @@ func TestEndedMidWriteMayHaveActed(t *testing.T) {
 	}()
 	req := post(t, ctx, "http://"+l.Addr().String(), strings.Repeat("x", 32<<20))
 	tr := NewTransport(func(o *Options) { o.Base = &http.Transport{DisableKeepAlives: true} })
-	_, err = tr.RoundTrip(req)
+	err = errOf(tr.RoundTrip(req))
 	if got := seen.list(); !slices.Contains(got, "conn reused=false") || !slices.Contains(got, "wrote") {
 		t.Fatalf("trace %q: the premise is a connection made and a write that ended", got)
 	}

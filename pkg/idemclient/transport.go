@@ -150,7 +150,7 @@ func (t *Transport) applies(method string) bool { return slices.Contains(t.o.Met
 // from where the redirect left it.
 func (t *Transport) begin(req *http.Request) (*operation, error) {
 	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
-		req.Body.Close()
+		_ = req.Body.Close() // RoundTrip closes the body, refused or not; its Close error is not the request's
 		return nil, ErrBodyNotReplayable
 	}
 	r := req.Clone(req.Context())
@@ -226,7 +226,7 @@ func detach(resp *http.Response) {
 		return
 	}
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	resp.Body.Close()
+	_ = resp.Body.Close() // what was read is kept; a failed close loses nothing of it
 	resp.Body = io.NopCloser(bytes.NewReader(head))
 }
 
@@ -243,7 +243,7 @@ func (op *operation) send() (attempt, error) {
 		r.Body = body
 	}
 	op.n++
-	resp, keep, err := op.roundTrip(r)
+	resp, keep, err := op.roundTrip(r) //nolint:bodyclose // the attempt owns the body: handed back by answer, or read and closed by detach
 	if err != nil {
 		op.last = attempt{err: err, neverSent: seen.neverSent(), resent: seen.resent()}
 		return op.last, nil
@@ -272,8 +272,8 @@ func (op *operation) roundTrip(r *http.Request) (_ *http.Response, keep func(), 
 	resp, err := op.t.o.Base.RoundTrip(r.WithContext(ctx))
 	if err != nil {
 		timer.Stop()
-		if context.Cause(ctx) == errAttemptTimeout && !errors.Is(err, errAttemptTimeout) {
-			err = fmt.Errorf("%w (%v): %v", errAttemptTimeout, d, err)
+		if errors.Is(context.Cause(ctx), errAttemptTimeout) && !errors.Is(err, errAttemptTimeout) {
+			err = fmt.Errorf("%w (%v): %v", errAttemptTimeout, d, err) //nolint:errorlint // the timeout is the answer: the transport's context.Canceled must not read as the caller's
 		}
 		cancel(nil)
 		return nil, nil, err
@@ -291,7 +291,7 @@ func (op *operation) next(a attempt) (time.Duration, error) {
 	if op.n >= o.MaxAttempts {
 		return 0, errNoAttemptsLeft
 	}
-	wait := backoff(op.n, o.MinBackoff, o.MaxBackoff, rand.Float64())
+	wait := backoff(op.n, o.MinBackoff, o.MaxBackoff, rand.Float64()) //nolint:gosec // G404: jitter that spreads retries, not a secret
 	if a.hasRetryAfter {
 		if a.retryAfter > o.MaxRetryAfter {
 			return 0, fmt.Errorf("the server asks to wait %v, over MaxRetryAfter (%v)", a.retryAfter, o.MaxRetryAfter)
@@ -316,7 +316,7 @@ var (
 // outcome is unknown, and the error carries the key to ask again with.
 func (op *operation) giveUp(a attempt, why error) (*http.Response, error) {
 	if op.n == 0 && op.req.Body != nil {
-		op.req.Body.Close() // RoundTrip closes the body, sent or not
+		_ = op.req.Body.Close() // RoundTrip closes the body, sent or not; its Close error is not the request's
 	}
 	if errors.Is(why, errNoAttemptsLeft) {
 		why = op.last.err

@@ -241,7 +241,7 @@ func TestBodyWithoutGetBodyIsRefusedBeforeSending(t *testing.T) {
 	if req.GetBody != nil {
 		t.Fatal("test premise: this body has no GetBody")
 	}
-	_, err := tr.RoundTrip(req)
+	err := errOf(tr.RoundTrip(req))
 	if !errors.Is(err, ErrBodyNotReplayable) || errors.Is(err, ErrOutcomeUnknown) {
 		t.Fatalf("err = %v, want ErrBodyNotReplayable", err)
 	}
@@ -257,7 +257,7 @@ func TestDeadlineGivesUnknownOutcomeWithTheKey(t *testing.T) {
 		tr, _ := testTransport(t, &waits)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_, err := tr.RoundTrip(post(t, ctx, srv.URL, `{}`))
+		err := errOf(tr.RoundTrip(post(t, ctx, srv.URL, `{}`)))
 		u := unknown(t, err)
 		if u.Key != s.requests()[0].key || u.Attempts != 1 || u.StatusCode != 503 || u.Code != "provider_busy" || u.RetryAfter != 30*time.Second {
 			t.Fatalf("%+v", u)
@@ -273,7 +273,7 @@ func TestDeadlineGivesUnknownOutcomeWithTheKey(t *testing.T) {
 		defer cancel()
 		req := post(t, ctx, srv.URL, `{}`)
 		req.Header.Set(HeaderKey, "k-in-flight")
-		_, err := tr.RoundTrip(req)
+		err := errOf(tr.RoundTrip(req))
 		u := unknown(t, err)
 		if u.Key != "k-in-flight" || u.Attempts != 1 || u.StatusCode != 0 || u.Response != nil || !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("%+v (%v)", u, err)
@@ -290,7 +290,7 @@ func TestDeadlineGivesUnknownOutcomeWithTheKey(t *testing.T) {
 			o.MinBackoff, o.MaxBackoff = time.Hour, time.Hour
 			o.OnRetry = func(Retry) { cancel() }
 		})
-		_, err := tr.RoundTrip(post(t, ctx, srv.URL, `{}`))
+		err := errOf(tr.RoundTrip(post(t, ctx, srv.URL, `{}`)))
 		if u := unknown(t, err); u.StatusCode != 502 || !errors.Is(err, context.Canceled) {
 			t.Fatalf("%+v (%v)", u, err)
 		}
@@ -307,7 +307,7 @@ func TestRetriesEndingAfterAnAttemptThatMayHaveActedGiveUnknownOutcome(t *testin
 	t.Run("the attempts run out", func(t *testing.T) {
 		srv, _ := serve(t, answer(503, "provider_busy"))
 		tr, sent := testTransport(t, nil, func(o *Options) { o.MaxAttempts = 3 })
-		_, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
+		err := errOf(tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`)))
 		if u := unknown(t, err); u.Attempts != 3 || sent.count() != 3 || u.Err != nil {
 			t.Fatalf("%+v", u)
 		}
@@ -318,7 +318,7 @@ func TestRetriesEndingAfterAnAttemptThatMayHaveActedGiveUnknownOutcome(t *testin
 	t.Run("a Retry-After over MaxRetryAfter", func(t *testing.T) {
 		srv, _ := serve(t, after("120", answer(503, "provider_busy")))
 		tr, _ := testTransport(t, nil)
-		_, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
+		err := errOf(tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`)))
 		if u := unknown(t, err); u.RetryAfter != 2*time.Minute || u.Attempts != 1 {
 			t.Fatalf("%+v", u)
 		}
@@ -329,7 +329,7 @@ func TestRetriesEndingAfterAnAttemptThatMayHaveActedGiveUnknownOutcome(t *testin
 			o.Base = &http.Transport{DisableKeepAlives: true}
 			o.MinBackoff, o.MaxAttempts = time.Millisecond, 2
 		})
-		_, err := c.Do(post(t, context.Background(), srv.URL, `{}`))
+		err := errOf(c.Do(post(t, context.Background(), srv.URL, `{}`)))
 		if u := unknown(t, err); u.Attempts != 2 || u.Key == "" {
 			t.Fatalf("%+v", u)
 		}
@@ -354,7 +354,7 @@ func TestNothingSentIsAPlainFailure(t *testing.T) {
 		addr := l.Addr().String()
 		l.Close()
 		tr, sent := testTransport(t, nil, func(o *Options) { o.MaxAttempts = 3 })
-		_, err = tr.RoundTrip(post(t, context.Background(), "http://"+addr, `{}`))
+		err = errOf(tr.RoundTrip(post(t, context.Background(), "http://"+addr, `{}`)))
 		if err == nil || errors.Is(err, ErrOutcomeUnknown) || sent.count() != 3 {
 			t.Fatalf("err %v after %d attempts: want a plain failure after 3", err, sent.count())
 		}
@@ -367,7 +367,7 @@ func TestNothingSentIsAPlainFailure(t *testing.T) {
 		req := post(t, ctx, srv.URL, `{}`)
 		body := &closeCheck{Reader: strings.NewReader("{}")}
 		req.Body = body
-		_, err := tr.RoundTrip(req)
+		err := errOf(tr.RoundTrip(req))
 		if !errors.Is(err, context.Canceled) || errors.Is(err, ErrOutcomeUnknown) || len(s.requests()) != 0 {
 			t.Fatalf("err %v, %d requests", err, len(s.requests()))
 		}
@@ -558,6 +558,7 @@ func TestRefusalAfterAnAttemptThatMayHaveActedIsAnUnknownOutcome(t *testing.T) {
 			tr, sent := testTransport(t, nil, func(o *Options) { o.AttemptTimeout = tc.timeout })
 			resp, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
 			if err == nil {
+				resp.Body.Close()
 				t.Fatalf("came back as a plain %d after an attempt that may have acted", resp.StatusCode)
 			}
 			u := unknown(t, err)
@@ -589,7 +590,7 @@ func TestUnknownOutcomeAfterARefusalKeepsIt(t *testing.T) {
 	t.Run("the refusal's headers are kept", func(t *testing.T) {
 		srv, _ := serve(t, answer(502, "bad_gateway"), withHeader(answer(401, "unauthenticated")))
 		tr, _ := testTransport(t, nil)
-		_, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
+		err := errOf(tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`)))
 		if u := unknown(t, err); u.Response.Header.Get("WWW-Authenticate") == "" {
 			t.Fatalf("%+v: the 401's WWW-Authenticate was lost", u.Response.Header)
 		}
@@ -599,6 +600,7 @@ func TestUnknownOutcomeAfterARefusalKeepsIt(t *testing.T) {
 		c := New(func(o *Options) { o.Base = &http.Transport{DisableKeepAlives: true}; o.MinBackoff = time.Millisecond })
 		resp, err := c.Do(post(t, context.Background(), srv.URL, `{}`))
 		if err == nil {
+			resp.Body.Close()
 			t.Fatalf("came back as a plain %d", resp.StatusCode)
 		}
 		if u := unknown(t, err); u.StatusCode != 401 || u.Key == "" {

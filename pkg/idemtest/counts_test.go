@@ -69,7 +69,7 @@ func TestTheCountsCountWhatThePackageDocSays(t *testing.T) {
 				}
 				for _, work := range c.requests {
 					idemtest.Invoke(context.Background(), func(ctx context.Context) {
-						do(ctx, idem.Request{Scope: "alice", Key: "order-1", Fingerprint: "v1"}, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+						_, _ = do(ctx, idem.Request{Scope: "alice", Key: "order-1", Fingerprint: "v1"}, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) { // each request's answer is its fault's; the counts are what is checked
 							switch work {
 							case "fails":
 								return idem.Response{}, errors.New("the provider timed out")
@@ -134,7 +134,7 @@ func TestCommitsCountACommitWhenItLandsAndAFencedOneNever(t *testing.T) {
 		"lease_token": &types.AttributeValueMemberS{Value: "t"}, "fingerprint": &types.AttributeValueMemberS{Value: "f"},
 	}
 	s.Faults.Inject(idemtest.Fault{Op: idemtest.PutItem, Kind: idemtest.LandLate})
-	s.Faults.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(s.Table), Item: completed})
+	_, _ = s.Faults.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(s.Table), Item: completed}) // it times out now and lands later: the counts are what is checked
 	before := s.Faults.Commits()
 	s.Faults.Landed()
 	if after := s.Faults.Commits(); before != 0 || after != 1 {

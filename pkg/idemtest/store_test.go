@@ -36,7 +36,7 @@ func TestAnotherStoreKeepsNewStoresOptionsAndClock(t *testing.T) {
 	ctx := context.Background()
 	leaseOf := func(store *idem.Store, key string) time.Duration {
 		var lease time.Duration
-		store.Do(ctx, idem.Request{Scope: "alice", Key: key, Fingerprint: "f"}, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		_, err := store.Do(ctx, idem.Request{Scope: "alice", Key: key, Fingerprint: "f"}, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
 			rec, err := s.Inspect(ctx, "alice", key)
 			if err != nil {
 				t.Fatal(err)
@@ -47,6 +47,9 @@ func TestAnotherStoreKeepsNewStoresOptionsAndClock(t *testing.T) {
 			lease = rec.LeaseUntil.Sub(rec.CreatedAt)
 			return idem.Response{StatusCode: 200}, nil
 		})
+		if err != nil {
+			t.Fatal(err)
+		}
 		return lease
 	}
 	if got := leaseOf(s.Another(), "k1"); got != 10*time.Second {

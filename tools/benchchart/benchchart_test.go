@@ -189,7 +189,7 @@ func svgText(t *testing.T, name string, b []byte) string {
 	root := ""
 	for {
 		tok, err := d.Token()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {

@@ -32,10 +32,10 @@ func readRun(dir string) (runInfo, error) {
 	var info runInfo
 	b, err := os.ReadFile(filepath.Join(dir, runFile))
 	if err != nil {
-		return info, fmt.Errorf("%w: %v (make bench writes it first, with benchchart -start)", errBench, err)
+		return info, fmt.Errorf("%w: %w (make bench writes it first, with benchchart -start)", errBench, err)
 	}
 	if err := json.Unmarshal(b, &info); err != nil {
-		return info, fmt.Errorf("%w: %s: %v", errBench, runFile, err)
+		return info, fmt.Errorf("%w: %s: %w", errBench, runFile, err)
 	}
 	if info.Started.IsZero() || info.Machine == "" {
 		return info, fmt.Errorf("%w: %s names no start or no machine", errBench, runFile)

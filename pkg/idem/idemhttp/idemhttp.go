@@ -186,7 +186,7 @@ func Wrap[B any](s Doer, parse Parse[B], h Handler[http.Request, B], optFns ...f
 			header.Add("Set-Cookie", cookie)
 		}
 		w.WriteHeader(resp.StatusCode)
-		w.Write(resp.Body)
+		_, _ = w.Write(resp.Body) // a failed write is the client gone: there is no one left to tell
 	})
 }
 

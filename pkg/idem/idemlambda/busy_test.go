@@ -86,7 +86,7 @@ func TestAMessageWhoseKeyIsHeldStaysOnTheQueue(t *testing.T) {
 					return m
 				}
 				release := h.hold(t, f, "m2", func(s idemlambda.Doer, work func() error) {
-					idemlambda.SQS(s, func(ctx context.Context, ev idemlambda.Event[events.SQSMessage], tx *idem.Tx) error {
+					_, _ = idemlambda.SQS(s, func(ctx context.Context, ev idemlambda.Event[events.SQSMessage], tx *idem.Tx) error { // the holder's own answer is not what this test checks
 						tx.Add(count(f, ev.Event.Body), nil)
 						return work()
 					}, func(o *idemlambda.ConsumerOptions[events.SQSMessage]) { o.Scope = "projector" })(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg("m2", "order-2")}})
@@ -132,7 +132,7 @@ func TestAnEventWhoseKeyIsHeldIsAnError(t *testing.T) {
 			}
 			scope := func(o *idemlambda.ConsumerOptions[events.CloudWatchEvent]) { o.Scope = "projector" }
 			release := h.hold(t, f, ev.ID, func(s idemlambda.Doer, work func() error) {
-				idemlambda.EventBridge(s, handler(work), scope)(context.Background(), ev)
+				_ = idemlambda.EventBridge(s, handler(work), scope)(context.Background(), ev) // the holder's own answer is not what this test checks
 			})
 			handle := idemlambda.EventBridge(f.NewStore(), handler(func() error { return nil }), scope)
 			if err := handle(context.Background(), ev); !errors.Is(err, idem.ErrInProgress) {

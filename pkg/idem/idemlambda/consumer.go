@@ -134,7 +134,7 @@ func (c *consumer[E]) fingerprint(ev *E) (string, error) {
 	if c.Fingerprint != nil {
 		what, err := json.Marshal(c.Fingerprint(ev))
 		if err != nil {
-			return "", fmt.Errorf("%w: %v", idem.ErrInvalidBody, err)
+			return "", fmt.Errorf("%w: %v", idem.ErrInvalidBody, err) //nolint:errorlint // ErrInvalidBody is the answer; an error from the option's MarshalJSON must not match another sentinel
 		}
 		return idem.Fingerprint(c.kind, c.Scope, what, true)
 	}

@@ -64,11 +64,11 @@ func collect(t *testing.T, reader *sdkmetric.ManualReader) map[string]map[string
 				}
 			case metricdata.Histogram[int64]:
 				for _, p := range d.DataPoints {
-					out[m.Name][name(p.Attributes)] = point{int64(p.Count), float64(p.Sum)}
+					out[m.Name][name(p.Attributes)] = point{int64(p.Count), float64(p.Sum)} //nolint:gosec // G115: a count of a test's few calls
 				}
 			case metricdata.Histogram[float64]:
 				for _, p := range d.DataPoints {
-					out[m.Name][name(p.Attributes)] = point{int64(p.Count), p.Sum}
+					out[m.Name][name(p.Attributes)] = point{int64(p.Count), p.Sum} //nolint:gosec // G115: a count of a test's few calls
 				}
 			default:
 				t.Fatalf("%s: data %T", m.Name, m.Data)

@@ -62,9 +62,11 @@ func TestMain(m *testing.M) {
 	if err := os.WriteFile(filepath.Join(bin, "java"), []byte(script), 0o755); err != nil {
 		panic(err)
 	}
-	os.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if err := os.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH")); err != nil {
+		panic(err)
+	}
 	code := m.Run()
-	os.RemoveAll(bin)
+	_ = os.RemoveAll(bin) // best effort: a temporary directory
 	os.Exit(code)
 }
 
@@ -111,15 +113,21 @@ func fakeEngine(args []string) int {
 		return 1
 	}
 	fmt.Println("fake engine listening on", port)
-	http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusBadRequest) }))
+	err = http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusBadRequest) }))
+	fmt.Println("fake engine:", err) // it serves until it is stopped
 	return 1
 }
 
 // writeWhole writes pid into name by a rename, so that a reader polling for
 // name never reads it before the pid is in it.
 func writeWhole(name string, pid int) {
-	os.WriteFile(name+".tmp", []byte(strconv.Itoa(pid)), 0o644)
-	os.Rename(name+".tmp", name)
+	err := os.WriteFile(name+".tmp", []byte(strconv.Itoa(pid)), 0o644)
+	if err == nil {
+		err = os.Rename(name+".tmp", name)
+	}
+	if err != nil { // the test polling for name then fails with this in the output it shows
+		fmt.Println("fake engine: cannot write", name+":", err)
+	}
 }
 
 // jar is a DynamoDBLocal.jar in a directory of its own that makes the fake
@@ -170,7 +178,7 @@ func dies(t *testing.T, pid int, what string) {
 	deadline := time.Now().Add(10 * time.Second)
 	for alive(pid) {
 		if time.Now().After(deadline) {
-			syscall.Kill(pid, syscall.SIGKILL)
+			_ = syscall.Kill(pid, syscall.SIGKILL) // best effort, before the test fails for it
 			t.Fatalf("%s (pid %d) is still running", what, pid)
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -39,8 +39,10 @@ var errNotAnswering = errors.New("the engine does not answer in its namespace")
 func (f *forwarder) engineConn() (net.Conn, error) {
 	f.ask.Lock()
 	defer f.ask.Unlock()
-	f.ctl.SetDeadline(time.Now().Add(5 * time.Second))
-	defer f.ctl.SetDeadline(time.Time{})
+	if err := f.ctl.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.ctl.SetDeadline(time.Time{}) }() // the next request sets its own
 	if _, err := f.ctl.Write([]byte{'?'}); err != nil {
 		return nil, err
 	}
@@ -61,16 +63,18 @@ func (f *forwarder) engineConn() (net.Conn, error) {
 		return nil, errors.Join(errNotAnswering, err)
 	}
 	file := os.NewFile(uintptr(fds[0]), "engine")
-	defer file.Close()
+	defer func() { _ = file.Close() }() // FileConn has its own copy of the descriptor
 	return net.FileConn(file)
 }
 
 // join copies between a client and the engine until both are done, each
-// direction's end passed on as a half close.
+// direction's end passed on as a half close. Its copies and closes end a
+// connection however they fail (the peer sees the end as its own error),
+// so their errors are not kept.
 func (f *forwarder) join(c net.Conn) {
 	e, err := f.engineConn()
 	if err != nil {
-		c.Close()
+		_ = c.Close() // the client sees the engine refuse
 		return
 	}
 	if !f.track(c, e) {
@@ -78,12 +82,12 @@ func (f *forwarder) join(c net.Conn) {
 	}
 	done := make(chan struct{})
 	go func() {
-		io.Copy(e, c)
-		e.(*net.TCPConn).CloseWrite()
+		_, _ = io.Copy(e, c)
+		_ = e.(*net.TCPConn).CloseWrite()
 		close(done)
 	}()
-	io.Copy(c, e)
-	c.(*net.TCPConn).CloseWrite()
+	_, _ = io.Copy(c, e)
+	_ = c.(*net.TCPConn).CloseWrite()
 	<-done
 	f.untrack(c, e)
 }
@@ -94,8 +98,7 @@ func (f *forwarder) track(c, e net.Conn) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.conns == nil {
-		c.Close()
-		e.Close()
+		_, _ = c.Close(), e.Close() // the forwarder is closed: so are they
 		return false
 	}
 	f.conns[c], f.conns[e] = true, true
@@ -103,8 +106,7 @@ func (f *forwarder) track(c, e net.Conn) bool {
 }
 
 func (f *forwarder) untrack(c, e net.Conn) {
-	c.Close()
-	e.Close()
+	_, _ = c.Close(), e.Close() // both directions are done
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.conns, c)
@@ -116,12 +118,12 @@ func (f *forwarder) close() {
 	if f == nil {
 		return
 	}
-	f.ln.Close()
-	f.ctl.Close()
+	// Closing is all there is to do: an error says only that it was closed.
+	_, _ = f.ln.Close(), f.ctl.Close()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for c := range f.conns {
-		c.Close()
+		_ = c.Close()
 	}
 	f.conns = nil
 }

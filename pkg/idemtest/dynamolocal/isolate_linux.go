@@ -44,10 +44,10 @@ func (e *Engine) runIsolated(java, jar string, args []string, addr string, w io.
 	}
 	ctl, child, err := controlPair()
 	if err != nil {
-		ln.Close()
-		return fmt.Errorf("%w (a socket pair: %v)", errNoNamespace, err)
+		_ = ln.Close() // nothing was started on it
+		return fmt.Errorf("%w (a socket pair: %w)", errNoNamespace, err)
 	}
-	defer child.Close()
+	defer func() { _ = child.Close() }() // the helper's end, closed below once it has its copy; this is for the paths that fail first
 	for _, attr := range namespaceAttrs() {
 		err = e.run(jar, "/proc/self/exe", append([]string{java}, args...), w, attr, func(cmd *exec.Cmd) {
 			cmd.Env = append(os.Environ(), helperEnv+"="+strconv.Itoa(e.Port))
@@ -58,7 +58,7 @@ func (e *Engine) runIsolated(java, jar string, args []string, addr string, w io.
 		}
 	}
 	if err == nil {
-		child.Close()
+		_ = child.Close() // the helper has its copy: its exit must end the pair
 		err = helperReady(ctl)
 		if err != nil {
 			kill(e.pid)
@@ -67,9 +67,8 @@ func (e *Engine) runIsolated(java, jar string, args []string, addr string, w io.
 		}
 	}
 	if err != nil {
-		ln.Close()
-		ctl.Close()
-		return fmt.Errorf("%w (%v)", errNoNamespace, err)
+		_, _ = ln.Close(), ctl.Close() // nothing is served on them
+		return fmt.Errorf("%w (%w)", errNoNamespace, err)
 	}
 	e.Listens = ln.Addr().String()
 	e.fwd = &forwarder{ln: ln, ctl: ctl, conns: map[net.Conn]bool{}}
@@ -101,10 +100,10 @@ func controlPair() (*net.UnixConn, *os.File, error) {
 		return nil, nil, err
 	}
 	mine := os.NewFile(uintptr(fds[0]), "dynamolocal control")
-	defer mine.Close()
+	defer func() { _ = mine.Close() }() // FileConn has its own copy of the descriptor
 	c, err := net.FileConn(mine)
 	if err != nil {
-		syscall.Close(fds[1])
+		_ = syscall.Close(fds[1]) // the pair is of no use
 		return nil, nil, err
 	}
 	return c.(*net.UnixConn), os.NewFile(uintptr(fds[1]), "dynamolocal control (helper)"), nil
@@ -113,11 +112,13 @@ func controlPair() (*net.UnixConn, *os.File, error) {
 // helperReady reads the helper's first word: 'R' once its loopback is up,
 // or 'E' and why not.
 func helperReady(ctl *net.UnixConn) error {
-	ctl.SetReadDeadline(time.Now().Add(10 * time.Second))
-	defer ctl.SetReadDeadline(time.Time{})
+	if err := ctl.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		return err
+	}
+	defer func() { _ = ctl.SetReadDeadline(time.Time{}) }() // the forwarder sets its own
 	b := make([]byte, 1)
 	if _, err := ctl.Read(b); err != nil {
-		return fmt.Errorf("the helper said nothing: %v", err)
+		return fmt.Errorf("the helper said nothing: %w", err)
 	}
 	if b[0] == 'R' {
 		return nil
@@ -134,7 +135,7 @@ func helperReady(ctl *net.UnixConn) error {
 func helper(port string) int {
 	f := os.NewFile(3, "control")
 	c, err := net.FileConn(f)
-	f.Close()
+	_ = f.Close() // FileConn has its own copy of the descriptor
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "dynamolocal helper:", err)
 		return 1
@@ -144,8 +145,11 @@ func helper(port string) int {
 		fmt.Fprintf(ctl, "E%v\n", err)
 		return 1
 	}
-	ctl.Write([]byte{'R'})
-	cmd := exec.Command(os.Args[1], os.Args[2:]...)
+	if _, err := ctl.Write([]byte{'R'}); err != nil { // the parent is gone, or will give up on this helper
+		fmt.Fprintln(os.Stderr, "dynamolocal helper:", err)
+		return 1
+	}
+	cmd := exec.Command(os.Args[1], os.Args[2:]...) //nolint:gosec // G204: the java command of its parent, this same program
 	cmd.Env = slicesWithout(os.Environ(), helperEnv+"=")
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	// init runs on the main thread, which lives as long as this process:
@@ -157,7 +161,7 @@ func helper(port string) int {
 	}
 	go passOnSignals(cmd.Process.Pid)
 	go serveConnections(ctl, port)
-	cmd.Wait()
+	_ = cmd.Wait() // its exit code, read next, is the answer
 	if code := cmd.ProcessState.ExitCode(); code >= 0 {
 		return code
 	}
@@ -170,33 +174,35 @@ func passOnSignals(pid int) {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	<-sigs
-	syscall.Kill(-pid, syscall.SIGTERM)
+	_ = syscall.Kill(-pid, syscall.SIGTERM) // fails only for a group already gone
 	time.Sleep(5 * time.Second)
-	syscall.Kill(-pid, syscall.SIGKILL)
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
 }
 
 // serveConnections answers each request byte on ctl with a connection to
 // the engine on the namespace's loopback ('C' and its descriptor), or 'N'
-// while the engine does not answer.
+// while the engine does not answer. A failed write on ctl is the
+// forwarder gone, which the next read sees; the forwarder, missing its
+// answer, times out.
 func serveConnections(ctl *net.UnixConn, port string) {
 	b := make([]byte, 1)
 	for {
 		if _, err := ctl.Read(b); err != nil {
 			return // the forwarder is gone
 		}
-		c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, 2*time.Second)
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, 2*time.Second) //nolint:gosec // G704: the engine's own port on the namespace's loopback
 		if err != nil {
-			ctl.Write([]byte{'N'})
+			_, _ = ctl.Write([]byte{'N'})
 			continue
 		}
 		f, err := c.(*net.TCPConn).File()
-		c.Close()
+		_ = c.Close() // File has its own copy of the descriptor
 		if err != nil {
-			ctl.Write([]byte{'N'})
+			_, _ = ctl.Write([]byte{'N'})
 			continue
 		}
-		ctl.WriteMsgUnix([]byte{'C'}, syscall.UnixRights(int(f.Fd())), nil)
-		f.Close()
+		_, _, _ = ctl.WriteMsgUnix([]byte{'C'}, syscall.UnixRights(int(f.Fd())), nil)
+		_ = f.Close() // sent: the forwarder has its copy
 	}
 }
 
@@ -207,7 +213,8 @@ func loopbackUp() error {
 	if err != nil {
 		return fmt.Errorf("bring up the namespace's loopback: %w", err)
 	}
-	defer syscall.Close(fd)
+	defer func() { _ = syscall.Close(fd) }() // a socket for the ioctl alone
+
 	var ifr struct { // struct ifreq: a name, then a union of which the flags are the first 2 bytes
 		name  [syscall.IFNAMSIZ]byte
 		flags uint16
@@ -218,7 +225,7 @@ func loopbackUp() error {
 		if req == syscall.SIOCSIFFLAGS {
 			ifr.flags |= syscall.IFF_UP
 		}
-		if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), req, uintptr(unsafe.Pointer(&ifr))); errno != 0 {
+		if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), req, uintptr(unsafe.Pointer(&ifr))); errno != 0 { //nolint:gosec // G103: audited: ifr is laid out as the kernel's struct ifreq, and lives through the call
 			return fmt.Errorf("bring up the namespace's loopback: %w", errno)
 		}
 	}

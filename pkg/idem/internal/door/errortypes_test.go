@@ -61,8 +61,8 @@ func TestTheErrorTypesAreDefinedWhereUsersImportThem(t *testing.T) {
 	if got := fmt.Sprint(fields); got != "map[Refusal:[StatusCode Code Message] TransientError:[StatusCode RetryAfter Code Err]]" {
 		t.Fatalf("idemhttp declares %s", got)
 	}
-	var _ *idemhttp.Refusal = (*idemlambda.Refusal)(nil) // one type, two names
-	var _ *idemhttp.TransientError = (*idemlambda.TransientError)(nil)
+	var _ *idemhttp.Refusal = (*idemlambda.Refusal)(nil)               //nolint:staticcheck // QF1011: the declared type is the assertion: one type, two names
+	var _ *idemhttp.TransientError = (*idemlambda.TransientError)(nil) //nolint:staticcheck // QF1011: the declared type is the assertion
 }
 
 // TestEveryNameOfTheErrorTypesIsAnswered: a Parse or a handler may return
@@ -112,8 +112,8 @@ func TestEveryNameOfTheErrorTypesIsAnswered(t *testing.T) {
 					t.Fatalf("%s: the cause was sent", body)
 				}
 				var p struct{ Code string }
-				if json.Unmarshal([]byte(body), &p); p.Code != tc.code {
-					t.Fatalf("code %q, want %q", p.Code, tc.code)
+				if err := json.Unmarshal([]byte(body), &p); err != nil || p.Code != tc.code {
+					t.Fatalf("code %q (%v), want %q", p.Code, err, tc.code)
 				}
 			})
 		}
