@@ -19,7 +19,10 @@ import (
 	"github.com/idemkeys/idem/pkg/idem/internal/testbed"
 )
 
-// The hostile review of round 3: an answer never says more than is known.
+// An answer never says more than is known: an outcome the Store could not
+// read back is never a definite failure, a refusal after a write that
+// landed is read as that write, and what is stored is only ever a final
+// answer.
 
 // faulty wraps the engine: hooks run instead of the real call when set.
 type faulty struct {
