@@ -298,6 +298,7 @@ func TestBadRequestsWriteNothing(t *testing.T) {
 		{"two payment sources", "alice", "k", `{"amount":5,"currency":"usd","payment_method":"pm_card_visa","customer":"cus_1"}`, 400, "invalid_request"},
 		{"unknown field", "alice", "k", `{"amount":5,"currency":"usd","payment_method":"pm_card_visa","card_number":"4242"}`, 400, "invalid_request"},
 		{"duplicate field", "alice", "k", `{"amount":500,"amount":700,"currency":"usd","payment_method":"pm_card_visa"}`, 400, "invalid_json"},
+		{"duplicate field under another case", "alice", "k", `{"amount":5000,"currency":"usd","payment_method":"pm_card_visa","AMOUNT":60}`, 400, "invalid_json"},
 		{"body over 64 KB", "alice", "k", `{"amount":5,"currency":"usd","payment_method":"pm_card_visa","description":"` + strings.Repeat("x", 65<<10) + `"}`, 413, "body_too_large"},
 		{"key over 255", "alice", strings.Repeat("k", 256), visa, 400, "idempotency_key_invalid"},
 		{"key with control character", "alice", "k\x01y", visa, 400, "idempotency_key_invalid"},

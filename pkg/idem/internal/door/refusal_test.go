@@ -205,6 +205,7 @@ var refusals = []refusal{
 	{name: "a body over the limit", c: doorCall{"alice", []string{"n1"}, `"` + strings.Repeat("x", 70<<10) + `"`}, status: 413, code: "body_too_large",
 		fnNA: "Function stores only its event's hash, and Lambda bounds the event"},
 	{name: "bad JSON", c: doorCall{"alice", []string{"n1"}, `{"a":`}, status: 400, code: "invalid_json", fn: idem.ErrInvalidBody},
+	{name: "names the decoder folds into one (a and A)", c: doorCall{"alice", []string{"n1"}, `{"a":1,"A":2}`}, status: 400, code: "invalid_json", fn: idem.ErrInvalidBody},
 	{name: "the key with another request", c: doorCall{"alice", []string{"k1"}, `{"a":3}`}, status: 422, code: "idempotency_key_reused", reads: true, fn: idem.ErrFingerprintMismatch},
 }
 
