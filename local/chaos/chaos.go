@@ -16,7 +16,10 @@
 // answer each client got: per operation at most one provider charge,
 // exactly one once it ended, no charge without its record, every answer
 // the committed response or one it was right to retry, no record in
-// progress past its lease, each order counted once. A violation prints the
+// progress past its lease, each order counted once. From the idempotency
+// table's stream (fence.go) it holds every commit to the lease the record
+// named when the commit landed, which the world at the end cannot show
+// when a fenced-out holder and its taker did the same thing. A violation prints the
 // operation's whole history and the seed.
 //
 // The plan of each operation (its kind, body, faults, copies) depends on
@@ -78,6 +81,7 @@ type Campaign struct {
 	sending   chan struct{}     // rounds of sending going on
 	ops       []*operation      // in order
 	stopAPI   func()            // the proxy's server
+	stream    string            // the idempotency table's stream: every commit beside what it replaced
 	mu        sync.Mutex        // guards what follows
 	kills     []event           // every kill -9, for every history
 	injected  map[string]int    // by fault name: how often it acted
@@ -151,6 +155,10 @@ func (c *Campaign) progress(format string, args ...any) {
 // the stats consumer, and checks the world.
 func (c *Campaign) Run(ctx context.Context) (*Report, error) {
 	c.start = time.Now()
+	var err error
+	if c.stream, err = c.streamRecords(ctx); err != nil {
+		return nil, err
+	}
 	for n := range c.cfg.Ops {
 		c.ops = append(c.ops, newOperation(c.cfg.Seed, n, c.cfg.Clients, c.cfg.Lease))
 	}

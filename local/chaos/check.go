@@ -26,6 +26,7 @@ type world struct {
 	orders   map[string][]orderItem       // by note: the operation's tag
 	stats    map[string]statsItem         // by scope
 	inFlight []recordItem                 // records in progress past their lease
+	commits  map[string][]commit          // by record pk: every write that completed it
 }
 
 type chargeItem struct {
@@ -72,6 +73,10 @@ func (c *Campaign) read(ctx context.Context) (*world, error) {
 		orders: map[string][]orderItem{}, stats: map[string]statsItem{}}
 	for _, e := range c.stack.Sim.Effects() {
 		w.effects[e.Description] = append(w.effects[e.Description], e)
+	}
+	var err error
+	if w.commits, err = c.readCommits(ctx); err != nil {
+		return nil, err
 	}
 	now := time.Now().UnixMilli()
 	return w, c.scanAll(ctx, map[string]func(map[string]types.AttributeValue) error{
@@ -128,6 +133,7 @@ const (
 	doubleEffect = "double effect"
 	orphan       = "orphan"
 	mismatch     = "mismatched replay"
+	unfenced     = "commit without the lease"
 	other        = "other"
 )
 
@@ -146,6 +152,7 @@ func checkOp(op *operation, w *world) []violation {
 	if op.kind != orderPut {
 		v = append(v, checkAnswers(op, w)...)
 	}
+	v = append(v, checkFence(op, w)...)
 	for _, a := range op.others {
 		if !a.transient() && (a.status != http.StatusUnprocessableEntity || a.code != "idempotency_key_reused") {
 			add(other, "another request under the key got %s, want 422 idempotency_key_reused or an answer to retry", a)
