@@ -30,7 +30,7 @@ import (
 func TestMain(m *testing.M) {
 	code := dynamotest.Main(m)
 	if binDir != "" {
-		os.RemoveAll(binDir)
+		_ = os.RemoveAll(binDir) // best effort: a temporary directory
 	}
 	os.Exit(code)
 }

@@ -2,6 +2,7 @@ package functions_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -50,7 +51,7 @@ func transformed(t *testing.T) map[string]resource {
 	if err := exec.Command("python3", "-c", "import samtranslator, cfnlint").Run(); err != nil {
 		t.Skip("aws-sam-translator and cfn-lint are not installed for python3:", err)
 	}
-	out, err := exec.Command("python3", "-c", translate, path).Output()
+	out, err := exec.Command("python3", "-c", translate, path).Output() //nolint:gosec // G702: this test's own script, on the template path the developer named
 	if err != nil {
 		t.Fatalf("SAM transform: %v %s", err, exitStderr(err))
 	}
@@ -64,7 +65,8 @@ func transformed(t *testing.T) map[string]resource {
 }
 
 func exitStderr(err error) string {
-	if ee, ok := err.(*exec.ExitError); ok {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
 		return string(ee.Stderr)
 	}
 	return ""

@@ -215,8 +215,7 @@ func TestDeclineDetailsAreKept(t *testing.T) {
 			DeclineCode string `json:"decline_code"`
 			ChargeID    string `json:"charge_id"`
 		}
-		json.Unmarshal([]byte(resp.Body), &e)
-		if resp.StatusCode != 402 || e.Code != "card_declined" || e.DeclineCode != want || e.ChargeID == "" {
+		if err := json.Unmarshal([]byte(resp.Body), &e); err != nil || resp.StatusCode != 402 || e.Code != "card_declined" || e.DeclineCode != want || e.ChargeID == "" {
 			t.Errorf("%s: %d %s, want 402 with decline_code %s", pm, resp.StatusCode, resp.Body, want)
 			continue
 		}
@@ -254,7 +253,7 @@ func TestEveryProviderAnswerIsClassified(t *testing.T) {
 			other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.Method == http.MethodPost {
 					w.WriteHeader(http.StatusNotFound)
-					w.Write([]byte(`{"error":{"type":"invalid_request_error","message":"Unrecognized request URL (POST: /v1/payment_intents)."}}`))
+					_, _ = w.Write([]byte(`{"error":{"type":"invalid_request_error","message":"Unrecognized request URL (POST: /v1/payment_intents)."}}`)) // the client reads what was written: a failed write fails its assertion
 					return
 				}
 				f.sim.ServeHTTP(w, r)

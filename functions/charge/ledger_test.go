@@ -48,7 +48,9 @@ func TestTheChargeRecordsWhatTheProviderCharged(t *testing.T) {
 				Amount   int64  `json:"amount"`
 				Currency string `json:"currency"`
 			}
-			json.Unmarshal([]byte(retry.Body), &answered)
+			if err := json.Unmarshal([]byte(retry.Body), &answered); err != nil {
+				t.Fatalf("retry = %s: %v", retry.Body, err)
+			}
 			switch {
 			case tc.status == 422 && (answered.Code != "idempotency_key_reused" || answered.ChargeID != held):
 				t.Fatalf("retry = %s, want idempotency_key_reused naming %s", retry.Body, held)

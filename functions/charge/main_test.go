@@ -162,7 +162,9 @@ func TestChargeOnceAndReplay(t *testing.T) {
 		t.Fatalf("provider charged %d times, want 1", n)
 	}
 	var ch charge
-	json.Unmarshal([]byte(first.Body), &ch)
+	if err := json.Unmarshal([]byte(first.Body), &ch); err != nil {
+		t.Fatalf("first = %s: %v", first.Body, err)
+	}
 	got := f.call("GET", "/charges/"+ch.ID, "alice", "", "")
 	if got.StatusCode != 200 || !strings.Contains(got.Body, `"amount":1050`) {
 		t.Fatalf("GET = %d %s", got.StatusCode, got.Body)
@@ -275,7 +277,9 @@ func TestTakeoverAfterCrashChargesOnce(t *testing.T) {
 	}
 	effects := f.sim.Effects()
 	var ch charge
-	json.Unmarshal([]byte(resp.Body), &ch)
+	if err := json.Unmarshal([]byte(resp.Body), &ch); err != nil {
+		t.Fatalf("takeover = %s: %v", resp.Body, err)
+	}
 	if len(effects) != 1 || effects[0].PaymentIntentID != ch.ID {
 		t.Fatalf("effects = %+v, charge %s: want the crashed attempt's one charge", effects, ch.ID)
 	}
@@ -325,7 +329,9 @@ func TestChargesAreScopedToTheCaller(t *testing.T) {
 	f := newFixture(t)
 	created := f.call("POST", "/charges", "alice", "k-1", visa, "X-Scope", "bob", "X-Tenant-Id", "bob")
 	var ch charge
-	json.Unmarshal([]byte(created.Body), &ch)
+	if err := json.Unmarshal([]byte(created.Body), &ch); err != nil {
+		t.Fatalf("create = %s: %v", created.Body, err)
+	}
 	if got := f.call("GET", "/charges/"+ch.ID, "alice", "", ""); got.StatusCode != 200 {
 		t.Fatalf("owner GET = %d", got.StatusCode)
 	}

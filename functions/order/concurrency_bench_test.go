@@ -48,7 +48,7 @@ func TestConcurrentInvocations(t *testing.T) {
 	fmt.Fprintln(&report, "| invocations at once | path | requests/s | p50 ms | p99 ms | achieved concurrency | orders | logical operations that succeeded | orders per key |")
 	fmt.Fprintln(&report, "|---|---|---|---|---|---|---|---|---|")
 	for _, c := range []int{1, 8, 32, 64} {
-		p := newPlan(n, 0.2, 300+uint64(c), "")
+		p := newPlan(n, 0.2, 300+uint64(c), "") //nolint:gosec // G115: c is one of the row's few positive counts
 		for _, v := range []string{"Do", "DoAtomic"} {
 			res := runLoad(t, v, p, c, "")
 			fmt.Fprintf(&report, "| %d | %s | %.0f | %.1f | %.1f | %.1f | %d | %d | %.0f |\n", c, v, res.throughput(), res.pct(50), res.pct(99), res.achieved(), res.orders, res.succeededOps, float64(res.orders)/float64(res.succeededOps))
@@ -290,7 +290,7 @@ func (s *server) floorCreate(idemTable string, atomic bool) func(context.Context
 			return httpx.Refused(refusal), nil
 		}
 		parsed, err := parseOrder(body)
-		if refusal, ok := err.(*httpapi.Refusal); ok {
+		if errors.As(err, &refusal) {
 			return httpx.Refused(refusal), nil
 		}
 		key := req.Headers["idempotency-key"]

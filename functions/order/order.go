@@ -165,7 +165,7 @@ func (s *server) put(ctx context.Context, req events.APIGatewayV2HTTPRequest) (e
 		return httpx.ErrorResponse(http.StatusBadRequest, "invalid_request", "order_id must be 1 to 128 of letters, digits, '_', '-'"), nil
 	}
 	body, err := parseOrder(bodyBytes)
-	if refusal, ok := err.(*httpapi.Refusal); ok {
+	if errors.As(err, &refusal) {
 		return httpx.Refused(refusal), nil
 	}
 	if _, err := idem.Fingerprint(http.MethodPut, "/orders/{order_id}", bodyBytes, true); err != nil { // duplicate keys and the like

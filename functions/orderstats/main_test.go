@@ -177,7 +177,9 @@ func TestOldRedriveIsRefusedAndSaidSo(t *testing.T) {
 	f := newConsumer(t)
 	aged := func(id string, age time.Duration) events.SQSMessage {
 		var r events.DynamoDBEventRecord
-		json.Unmarshal([]byte(change(t, id, "INSERT", "alice", "o-"+id, 1)), &r)
+		if err := json.Unmarshal([]byte(change(t, id, "INSERT", "alice", "o-"+id, 1)), &r); err != nil {
+			t.Fatal(err)
+		}
 		r.Change.ApproximateCreationDateTime = events.SecondsEpochTime{Time: f.now.Add(-age)}
 		b, _ := json.Marshal(r)
 		return events.SQSMessage{MessageId: "m-" + id, Body: string(b)}

@@ -55,7 +55,7 @@ func (s *Server) serveDocument(w http.ResponseWriter, r *http.Request) bool {
 	}
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodGet {
-		w.Write(body)
+		_, _ = w.Write(body) // a failed write is the client gone: there is no one left to tell
 	}
 	return true
 }

@@ -63,7 +63,9 @@ func TestServesTheOpenAPIDescription(t *testing.T) {
 	}
 	// Through JSON once, so numbers compare as the same type.
 	b, _ := json.Marshal(fromYAML)
-	json.Unmarshal(b, &fromYAML)
+	if err := json.Unmarshal(b, &fromYAML); err != nil {
+		t.Fatal(err)
+	}
 	if !reflect.DeepEqual(fromJSON, fromYAML) {
 		t.Fatal("/openapi.json is not openapi.yaml's document")
 	}

@@ -12,8 +12,8 @@ import (
 )
 
 // call sends a request to the API at url with a token of auth's, and
-// returns the response and its body.
-func call(t *testing.T, auth *apigw.Authorizer, method, url, contentType, body string) (*http.Response, string) {
+// returns the response's status, header and body (read and closed here).
+func call(t *testing.T, auth *apigw.Authorizer, method, url, contentType, body string) (int, http.Header, string) {
 	t.Helper()
 	r, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
@@ -36,7 +36,7 @@ func call(t *testing.T, auth *apigw.Authorizer, method, url, contentType, body s
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp, string(b)
+	return resp.StatusCode, resp.Header, string(b)
 }
 
 // A function's output that is valid JSON without a statusCode is the body
@@ -60,9 +60,9 @@ func TestResponseInferredFromOutputWithoutStatusCode(t *testing.T) {
 		{`{"statusCode":"two hundred"}`, 500, "application/json", `{"message":"Internal Server Error"}`},
 	}
 	for _, c := range cases {
-		resp, body := call(t, auth, "POST", url+"/output", "application/json", c.output)
-		if resp.StatusCode != c.status || resp.Header.Get("Content-Type") != c.contentType || body != c.body {
-			t.Errorf("output %s: %d %q %q; want %d %q %q", c.output, resp.StatusCode, resp.Header.Get("Content-Type"), body, c.status, c.contentType, c.body)
+		status, header, body := call(t, auth, "POST", url+"/output", "application/json", c.output)
+		if status != c.status || header.Get("Content-Type") != c.contentType || body != c.body {
+			t.Errorf("output %s: %d %q %q; want %d %q %q", c.output, status, header.Get("Content-Type"), body, c.status, c.contentType, c.body)
 		}
 	}
 }
@@ -74,14 +74,14 @@ func TestResponseMultiValueHeadersAreNotApplied(t *testing.T) {
 	auth := testAuthorizer()
 	url := echoAPI(t, auth)
 	output := `{"statusCode":200,"headers":{"x-one":"1"},"multiValueHeaders":{"x-many":["a","b"]},"cookies":["c=1; Path=/","d=2"],"body":"ok"}`
-	resp, body := call(t, auth, "POST", url+"/output", "application/json", output)
-	if resp.StatusCode != 200 || body != "ok" || resp.Header.Get("X-One") != "1" {
-		t.Fatalf("%d %q %v", resp.StatusCode, body, resp.Header)
+	status, header, body := call(t, auth, "POST", url+"/output", "application/json", output)
+	if status != 200 || body != "ok" || header.Get("X-One") != "1" {
+		t.Fatalf("%d %q %v", status, body, header)
 	}
-	if got := resp.Header.Values("X-Many"); len(got) != 0 {
+	if got := header.Values("X-Many"); len(got) != 0 {
 		t.Errorf("multiValueHeaders applied: x-many %q", got)
 	}
-	if got := resp.Header.Values("Set-Cookie"); !slices.Equal(got, []string{"c=1; Path=/", "d=2"}) {
+	if got := header.Values("Set-Cookie"); !slices.Equal(got, []string{"c=1; Path=/", "d=2"}) {
 		t.Errorf("set-cookie %q, want one header per cookie", got)
 	}
 }

@@ -302,6 +302,9 @@ func startDropProxy(apiURL string) (*dropProxy, func(), error) {
 		return nil, nil, err
 	}
 	srv := &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(l)
-	return &dropProxy{url: "http://" + l.Addr().String(), proxy: p}, func() { srv.Close() }, nil
+	// Serve returns ErrServerClosed once stopped, and any other failure shows
+	// in the requests sent to it; a Close that fails at shutdown leaves
+	// nothing to serve either way.
+	go func() { _ = srv.Serve(l) }()
+	return &dropProxy{url: "http://" + l.Addr().String(), proxy: p}, func() { _ = srv.Close() }, nil
 }

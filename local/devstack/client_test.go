@@ -194,7 +194,9 @@ func (st *stackClient) oneCharge(t *testing.T, before int, key, body string, got
 		t.Fatalf("%d charges at the provider, want 1", n)
 	}
 	var ch struct{ ID string }
-	json.Unmarshal([]byte(got.body), &ch)
+	if err := json.Unmarshal([]byte(got.body), &ch); err != nil {
+		t.Fatalf("the client's answer %s: %v", got.body, err)
+	}
 	if ch.ID == "" || ch.ID != effects[len(effects)-1].PaymentIntentID {
 		t.Fatalf("the client holds charge %q, the provider made %q", ch.ID, effects[len(effects)-1].PaymentIntentID)
 	}

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +50,7 @@ func TestCrashPoints(t *testing.T) {
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			key := "crash-" + strings.ToLower(rand.Text())
-			body := `{"amount":` + string(rune('1'+i)) + `00,"currency":"usd","payment_method":"pm_card_visa"}`
+			body := `{"amount":` + strconv.Itoa(i+1) + `00,"currency":"usd","payment_method":"pm_card_visa"}`
 			before := len(s.Sim.Effects())
 			tc.fault()
 			go post(s.APIURL, token, key, body, 2*time.Second) // the client gives up; the function is killed
@@ -77,8 +77,6 @@ func TestCrashPoints(t *testing.T) {
 			if n := len(s.Sim.Effects()) - before; n != 1 {
 				t.Fatalf("%d charges at the provider, want 1", n)
 			}
-			var ch struct{ ID string }
-			json.Unmarshal([]byte(got), &ch)
 			out, err := db.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(s.Tables["ChargesTable"]), ConsistentRead: aws.Bool(true)})
 			if err != nil {
 				t.Fatal(err)

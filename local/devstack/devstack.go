@@ -121,12 +121,12 @@ func (s *Stack) startEngine(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	s.closers = append(s.closers, func() { logf.Close() })
+	s.closers = append(s.closers, func() { _ = logf.Close() }) // at shutdown: the engine has written what it will; nothing is left to tell
 	endpoint, engine, err := dynamo.Ensure(ctx, logf)
 	if err != nil {
 		return err
 	}
-	s.closers = append(s.closers, func() { engine.Stop() })
+	s.closers = append(s.closers, func() { _ = engine.Stop() }) // its error is always nil
 	s.Endpoint = endpoint
 	what := "the engine at " + dynamo.EndpointEnv
 	if engine != nil {
@@ -328,6 +328,9 @@ func serve(addr string, h http.Handler) (url string, stop func(), err error) {
 		return "", nil, fmt.Errorf("%w (is another make run up?)", err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(l)
-	return "http://" + l.Addr().String(), func() { srv.Close() }, nil
+	// Serve returns ErrServerClosed once stopped, and any other failure shows
+	// in the requests sent to it; a Close that fails at shutdown leaves
+	// nothing to serve either way.
+	go func() { _ = srv.Serve(l) }()
+	return "http://" + l.Addr().String(), func() { _ = srv.Close() }, nil
 }

@@ -53,7 +53,8 @@ func WriteEnv(path string, vars map[string]string) error {
 		lines = append(lines, k+"="+v)
 	}
 	sort.Strings(lines)
-	return os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	// Owner only: the file holds the local stack's JWT secret.
+	return os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
 }
 
 // ReadEnv reads a file written by WriteEnv.

@@ -91,7 +91,7 @@ func StartAt(ctx context.Context, host string, port int, logw io.Writer) (*Engin
 	defer cancel()
 	run, err := dynamolocal.Start(ctx, jar, dynamolocal.Options{Port: port, FreePort: proc.FreePort, Host: host, Log: logw})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNoEngine, err)
+		return nil, fmt.Errorf("%w: %w", ErrNoEngine, err)
 	}
 	return &Engine{Endpoint: run.Endpoint, Jar: jar, Listens: run.Listens, run: run}, nil
 }
@@ -103,14 +103,14 @@ var install sync.Mutex
 // first (with the project's script, its progress to logw) when it is absent.
 func Jar(logw io.Writer) (string, error) {
 	if jar := os.Getenv(JarEnv); jar != "" {
-		if _, err := os.Stat(jar); err != nil {
+		if _, err := os.Stat(jar); err != nil { //nolint:gosec // G703: the path is the user's own setting, to a jar they chose
 			return "", fmt.Errorf("%s: %w", JarEnv, err)
 		}
 		return jar, nil
 	}
 	dir, err := template.ProjectDir()
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrNoEngine, err)
+		return "", fmt.Errorf("%w: %w", ErrNoEngine, err)
 	}
 	install.Lock()
 	defer install.Unlock()
@@ -120,7 +120,7 @@ func Jar(logw io.Writer) (string, error) {
 	cmd := exec.Command("bash", filepath.Join(dir, installer))
 	cmd.Stdout, cmd.Stderr = logw, logw
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%w: %s failed: %v", ErrNoEngine, installer, err)
+		return "", fmt.Errorf("%w: %s failed: %w", ErrNoEngine, installer, err)
 	}
 	if jar := pinnedJar(dir); jar != "" {
 		return jar, nil

@@ -101,7 +101,7 @@ func TestStartAtRunsThePinnedEngineAndStopEndsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Stop()
+	defer func() { _ = e.Stop() }() // its error is always nil
 	u, err := url.Parse(e.Endpoint)
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +129,7 @@ func TestStartAtRunsThePinnedEngineAndStopEndsIt(t *testing.T) {
 	if files, _ := filepath.Glob(filepath.Join(filepath.Dir(e.Jar), "*.db")); len(files) > 0 {
 		t.Errorf("the engine wrote %v: it is not in memory", files)
 	}
-	e.Stop()
+	_ = e.Stop() // its error is always nil
 	if dynamo.Ping(ctx, e.Endpoint) == nil {
 		t.Error("the engine answers after Stop")
 	}
@@ -162,7 +162,7 @@ func TestTheEngineAnswersOnlyOnLoopback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Stop()
+	defer func() { _ = e.Stop() }() // its error is always nil
 	u, _ := url.Parse(e.Endpoint)
 	if runtime.GOOS != "linux" && strings.HasPrefix(e.Listens, "*:") {
 		t.Skipf("no network namespace on %s: the engine listens on %s (%s)", runtime.GOOS, e.Listens, e.Reach())

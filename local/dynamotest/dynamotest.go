@@ -36,14 +36,20 @@ func Main(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "dynamotest:", err)
 			return 1
 		}
-		os.Setenv(dynamo.JarEnv, jar)
+		if err := os.Setenv(dynamo.JarEnv, jar); err != nil {
+			fmt.Fprintln(os.Stderr, "dynamotest:", err)
+			return 1
+		}
 	}
 	endpoint, err := idemtest.Endpoint()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "dynamotest:", err)
 		return 1
 	}
-	os.Setenv(dynamo.EndpointEnv, endpoint)
+	if err := os.Setenv(dynamo.EndpointEnv, endpoint); err != nil {
+		fmt.Fprintln(os.Stderr, "dynamotest:", err)
+		return 1
+	}
 	return idemtest.Main(m)
 }
 
@@ -75,7 +81,7 @@ func Table(t testing.TB, db *dynamodb.Client, logicalID string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+		_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}) // best effort: a table left behind costs a test engine only space
 	})
 	return name
 }

@@ -216,19 +216,19 @@ func (p *Proxy) afterTheEngine(w http.ResponseWriter, r *http.Request, f Fault) 
 		w.Header()[k] = v
 	}
 	w.WriteHeader(rec.status)
-	w.Write(rec.body.Bytes())
+	_, _ = w.Write(rec.body.Bytes()) // a failed write is the client gone: there is no one left to tell
 }
 
 func dynamoError(w http.ResponseWriter, status int, typ, msg string) {
 	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
 	w.WriteHeader(status)
-	io.WriteString(w, `{"__type":"com.amazonaws.dynamodb.v20120810#`+typ+`","message":"`+msg+`"}`)
+	_, _ = io.WriteString(w, `{"__type":"com.amazonaws.dynamodb.v20120810#`+typ+`","message":"`+msg+`"}`) // a failed write is the client gone: there is no one left to tell
 }
 
 func hangUp(w http.ResponseWriter) {
 	if hj, ok := w.(http.Hijacker); ok {
 		if conn, _, err := hj.Hijack(); err == nil {
-			conn.Close()
+			_ = conn.Close() // the hang-up is the fault: how the close went changes nothing
 			return
 		}
 	}

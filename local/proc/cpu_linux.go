@@ -67,7 +67,7 @@ func Listener(port int) (int, error) {
 				}
 			}
 		}
-		f.Close()
+		_ = f.Close() // read only
 	}
 	if len(inodes) == 0 {
 		return 0, fmt.Errorf("proc: nothing listens on port %d", port)

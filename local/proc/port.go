@@ -20,13 +20,13 @@ func FreePort() (int, error) {
 		if err != nil {
 			continue // in use: draw again
 		}
-		l.Close()
+		_ = l.Close() // only its port was wanted
 		return port, nil
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("find a free port: %w", err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }() // only its port was wanted
 	return l.Addr().(*net.TCPAddr).Port, nil
 }

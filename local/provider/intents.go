@@ -78,7 +78,7 @@ func (f Fault) beforeTheKey(w http.ResponseWriter, r *http.Request) bool {
 	case NotJSON:
 		w.Header().Set("Content-Type", "text/html")
 		w.WriteHeader(orDefault(f.Status, http.StatusForbidden))
-		w.Write([]byte("<html><body><h1>Request blocked</h1></body></html>"))
+		_, _ = w.Write([]byte("<html><body><h1>Request blocked</h1></body></html>")) // a failed write is the client gone: there is no one left to tell
 		return false
 	case KeyInUse:
 		writeKeyInUse(w)
@@ -108,7 +108,7 @@ func replayed(w http.ResponseWriter, entry *stored, dropped bool) {
 func drop(w http.ResponseWriter) bool {
 	if hj, ok := w.(http.Hijacker); ok {
 		if conn, _, err := hj.Hijack(); err == nil {
-			conn.Close()
+			_ = conn.Close() // the dropped connection is the fault: how the close went changes nothing
 			return true
 		}
 	}

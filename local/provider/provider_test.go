@@ -66,7 +66,7 @@ func (c *client) do(method, path, key string, form url.Values) answer {
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	a := answer{status: resp.StatusCode, header: resp.Header}
-	json.Unmarshal(raw, &a.body)
+	_ = json.Unmarshal(raw, &a.body) // an answer that is not JSON keeps a nil body, which the test's own check of it reports
 	return a
 }
 

@@ -35,12 +35,12 @@ func TestColdStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { engine.Stop() })
+	t.Cleanup(func() { _ = engine.Stop() }) // its error is always nil
 	db := dynamo.NewClient(endpoint)
 	tables := map[string]string{} // logical id: the name created for it
 	prefix := "cold-start-" + strings.ToLower(rand.Text()[:8]) + "-"
 	err = dynamo.CreateTables(context.Background(), db, tpl.Tables, prefix, func(tb template.Table, name string) {
-		t.Cleanup(func() { db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &name}) })
+		t.Cleanup(func() { _, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &name}) }) // best effort: a table left behind costs a test engine only space
 		tables[tb.LogicalID] = name
 	})
 	if err != nil {

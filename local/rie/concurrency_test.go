@@ -64,7 +64,7 @@ func TestConcurrentInvocationsUnderTheEmulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	if engine != nil {
-		t.Cleanup(func() { engine.Stop() })
+		t.Cleanup(func() { _ = engine.Stop() }) // its error is always nil
 	}
 	db := dynamo.NewClient(endpoint)
 	var report strings.Builder
@@ -110,7 +110,7 @@ func runEnvironment(t *testing.T, db *dynamodb.Client, endpoint string, tpl *tem
 	}
 	prefix := "rie-concurrency-" + strings.ToLower(rand.Text()[:8]) + "-"
 	err := dynamo.CreateTables(ctx, db, defs, prefix, func(tb template.Table, name string) {
-		t.Cleanup(func() { db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &name}) })
+		t.Cleanup(func() { _, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &name}) }) // best effort: a table left behind costs a test engine only space
 		tables[tb.LogicalID] = name
 	})
 	if err != nil {
@@ -145,7 +145,7 @@ func runEnvironment(t *testing.T, db *dynamodb.Client, endpoint string, tpl *tem
 		checkOrders(t, db, tables["OrdersTable"], seen, &r, path, 32)
 	}
 	for _, c := range concurrencyLevels {
-		keys, _ := measure.Keys(n, 0.2, 500+uint64(c), fmt.Sprintf("c%d-", c))
+		keys, _ := measure.Keys(n, 0.2, 500+uint64(c), fmt.Sprintf("c%d-", c)) //nolint:gosec // G115: c is one of the few positive concurrency levels
 		r := client.drive(keys, c)
 		if r.failed > 0 {
 			t.Fatalf("%s, %d at once: %d of %d requests failed, the first: %s\n%s", path, c, r.failed, n, r.firstFailure, rt.Logs())

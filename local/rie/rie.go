@@ -42,7 +42,7 @@ func Binary(root string) (string, error) {
 	cmd := exec.Command("go", "install", Module)
 	cmd.Env = append(os.Environ(), "GOBIN="+tools, "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("install the Runtime Interface Emulator (go install %s): %v\n%s", Module, err, out)
+		return "", fmt.Errorf("install the Runtime Interface Emulator (go install %s): %w\n%s", Module, err, out)
 	}
 	return local, nil
 }
@@ -123,7 +123,7 @@ func Start(ctx context.Context, emulator, bootstrap string, o Options) (*Runtime
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", emulator, err)
 	}
-	go func() { cmd.Wait(); close(r.exited) }()
+	go func() { _ = cmd.Wait(); close(r.exited) }() // exited reports the exit and the output says why; the status (mostly Stop's SIGKILL) adds nothing
 	if err := r.waitListening(ctx, invokePort); err != nil {
 		r.Stop()
 		return nil, err
@@ -135,7 +135,7 @@ func (r *Runtime) waitListening(ctx context.Context, port int) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), 100*time.Millisecond); err == nil {
-			c.Close()
+			_ = c.Close() // only the port's answer was wanted
 			return nil
 		}
 		select {
@@ -161,7 +161,7 @@ func (r *Runtime) Invoke(ctx context.Context, event []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invoke: %w", err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // what was read is kept; a failed close loses nothing of it
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return nil, err
@@ -202,11 +202,12 @@ func (r *Runtime) Stop() {
 	if r.cmd.Process == nil {
 		return
 	}
-	// The emulator runs the function in a process group of its own.
+	// The emulator runs the function in a process group of its own. Each
+	// kill is best effort: ESRCH is a process or group already gone.
 	for _, pid := range proc.Children(r.cmd.Process.Pid) {
-		syscall.Kill(-pid, syscall.SIGKILL)
-		syscall.Kill(pid, syscall.SIGKILL)
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+	_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
 	<-r.exited
 }

@@ -61,7 +61,7 @@ func TestStopKillsTheFunctionProcess(t *testing.T) {
 	}
 	event := `{"routeKey":"POST /orders","rawPath":"/orders","headers":{"idempotency-key":"k"},"body":"{\"items\":[{\"sku\":\"tea\",\"quantity\":1}]}",` +
 		`"requestContext":{"http":{"method":"POST"},"authorizer":{"jwt":{"claims":{"sub":"alice"}}}}}`
-	go rt.Invoke(context.Background(), []byte(event))
+	go func() { _, _ = rt.Invoke(context.Background(), []byte(event)) }() // the function is stopped mid-call: this call's answer is not what the test checks
 	select {
 	case c := <-accepted:
 		defer c.Close()

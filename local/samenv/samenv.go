@@ -92,8 +92,11 @@ func Start(ctx context.Context, o Options) (_ *Services, err error) {
 		return nil, fmt.Errorf("payment provider simulator: %w", err)
 	}
 	srv := &http.Server{Handler: s.Sim, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(l)
-	s.closers = append(s.closers, func() { srv.Close() })
+	// Serve returns ErrServerClosed once stopped, and any other failure shows
+	// in the requests sent to it; a Close that fails at shutdown leaves
+	// nothing to serve either way.
+	go func() { _ = srv.Serve(l) }()
+	s.closers = append(s.closers, func() { _ = srv.Close() })
 	providerPort := fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
 	s.ProviderURL = "http://" + net.JoinHostPort("127.0.0.1", providerPort)
 	step("payment provider simulator at %s (every charge it makes: GET %s/_sim/effects)", s.ProviderURL, s.ProviderURL)
@@ -124,7 +127,7 @@ func (s *Services) startEngine(ctx context.Context, o Options) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	s.closers = append(s.closers, func() { e.Stop() })
+	s.closers = append(s.closers, func() { _ = e.Stop() }) // its error is always nil
 	s.Endpoint, s.Engine = e.Endpoint, e.String()+", answering "+e.Reach()
 	u, _ := url.Parse(e.Endpoint)
 	return u.Port(), nil

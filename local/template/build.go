@@ -17,7 +17,7 @@ func makeTargets(path string) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	targets := map[string]string{}
 	current := ""
 	sc := bufio.NewScanner(f)
@@ -53,7 +53,7 @@ func (t *Template) Build(dir string) error {
 		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", out, fn.Package)
 		cmd.Dir, cmd.Env = t.Dir, append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
 		if b, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("build %s: %v\n%s", fn.Package, err, b)
+			return fmt.Errorf("build %s: %w\n%s", fn.Package, err, b)
 		}
 	}
 	return nil

@@ -74,7 +74,7 @@ func (s Spans) Names() []string {
 func Attr(sp sdktrace.ReadOnlySpan, key string) string {
 	for _, kv := range sp.Attributes() {
 		if string(kv.Key) == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""
@@ -86,7 +86,7 @@ func Events(sp sdktrace.ReadOnlySpan) []string {
 	for _, ev := range sp.Events() {
 		line := ev.Name
 		for _, kv := range ev.Attributes {
-			line += " " + string(kv.Key) + "=" + kv.Value.Emit()
+			line += " " + string(kv.Key) + "=" + kv.Value.String()
 		}
 		out = append(out, line)
 	}
@@ -100,12 +100,12 @@ func (s Spans) CheckNoSecret(t testing.TB, secrets ...string) {
 	for _, sp := range s {
 		texts := []string{sp.Name(), sp.Status().Description}
 		for _, kv := range sp.Attributes() {
-			texts = append(texts, string(kv.Key), kv.Value.Emit())
+			texts = append(texts, string(kv.Key), kv.Value.String())
 		}
 		texts = append(texts, Events(sp)...)
 		for _, l := range sp.Links() {
 			for _, kv := range l.Attributes {
-				texts = append(texts, string(kv.Key), kv.Value.Emit())
+				texts = append(texts, string(kv.Key), kv.Value.String())
 			}
 		}
 		for _, text := range texts {

@@ -56,7 +56,7 @@ func Tracing(ctx context.Context, service string) (*tracing.Tracing, error) {
 		return nil, err
 	}
 	if file != "" {
-		f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644) //nolint:gosec // G302: the local stack's spans, no secret in any, for the developer's own tools (make traces) to read
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrTracing, TracesFile, err)
 		}

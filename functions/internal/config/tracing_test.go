@@ -28,15 +28,18 @@ func tracingEnv(t *testing.T, kv ...string) {
 		"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_SDK_DISABLED", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_TRACES_SAMPLER",
 		"AWS_LAMBDA_FUNCTION_NAME", config.TracesFile} {
 		t.Setenv(k, "")
-		os.Unsetenv(k)
+		if err := os.Unsetenv(k); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for i := 0; i+1 < len(kv); i += 2 {
 		t.Setenv(kv[i], kv[i+1])
 	}
 }
 
+// invoke makes one invocation: its spans are what the tests check.
 func invoke(tr *tracing.Tracing) {
-	tracing.HTTP(tr, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	_, _ = tracing.HTTP(tr, func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		return events.APIGatewayV2HTTPResponse{StatusCode: 200}, nil
 	})(context.Background(), events.APIGatewayV2HTTPRequest{RouteKey: "GET /orders/{order_id}"})
 }
@@ -148,5 +151,5 @@ func TestTheOTLPExporterHasSentTheSpansWhenTheInvocationReturns(t *testing.T) {
 	if epoch, err := strconv.ParseInt(root.SpanContext().TraceID().String()[:8], 16, 64); err != nil || time.Since(time.Unix(epoch, 0)).Abs() > time.Hour {
 		t.Errorf("trace id %s does not begin with the time (X-Ray's form)", root.SpanContext().TraceID())
 	}
-	tr.Shutdown(context.Background())
+	_ = tr.Shutdown(context.Background()) // what it sends is the root span, which this test does not check
 }

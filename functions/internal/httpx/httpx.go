@@ -90,7 +90,7 @@ func DecodeStrict(body []byte, v any) error {
 		if errors.As(err, &typeErr) {
 			return fmt.Errorf("field %q must be %s, not %s", typeErr.Field, typeErr.Type, typeErr.Value)
 		}
-		return fmt.Errorf("not a valid JSON object: %v", err)
+		return fmt.Errorf("not a valid JSON object: %w", err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return errors.New("data after the JSON object")

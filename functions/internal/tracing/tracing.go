@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/aws/smithy-go/middleware"
-	"go.opentelemetry.io/contrib/instrumentation/github.com/aws/aws-sdk-go-v2/otelaws"
+	"go.opentelemetry.io/contrib/instrumentation/github.com/aws/aws-sdk-go-v2/otelaws" //nolint:staticcheck // SA1019: deprecated for want of an owner, not replaced: it still makes the DynamoDB calls' spans
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -98,7 +98,7 @@ func (t *Tracing) end(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
 	defer cancel()
-	t.provider.ForceFlush(ctx) // a failure is the SDK's to report (otel.Handle); the answer goes on
+	_ = t.provider.ForceFlush(ctx) // a failure is the SDK's to report (otel.Handle); the answer goes on
 }
 
 // Shutdown sends what is left and stops the provider.

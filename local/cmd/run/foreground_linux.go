@@ -24,16 +24,16 @@ func foreground() (restore func()) {
 	if syscall.Setpgid(0, 0) != nil {
 		return func() {}
 	}
-	me := int32(syscall.Getpid())
+	me := int32(syscall.Getpid()) //nolint:gosec // G115: a pid fits the kernel's pid_t, an int32 (pid_max is at most 2^22)
 	if ioctl(tty, syscall.TIOCSPGRP, &me) != nil {
-		syscall.Setpgid(0, int(was))
+		_ = syscall.Setpgid(0, int(was)) // best effort back into the terminal's group; failing that, it runs on in its own
 		return func() {}
 	}
-	return func() { ioctl(tty, syscall.TIOCSPGRP, &was) }
+	return func() { _ = ioctl(tty, syscall.TIOCSPGRP, &was) } // at exit: a terminal that will not take its group back leaves no one to tell
 }
 
 func ioctl(fd int, req uint, pgrp *int32) error {
-	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), uintptr(req), uintptr(unsafe.Pointer(pgrp))); e != 0 {
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), uintptr(req), uintptr(unsafe.Pointer(pgrp))); e != 0 { //nolint:gosec // G103: audited: pgrp points at an int32, the kernel's pid_t, and lives through the call
 		return e
 	}
 	return nil

@@ -88,7 +88,7 @@ func serve(ctx context.Context, o devstack.Options, envFile string, stdout io.Wr
 	if err := devstack.WriteEnv(envPath, s.Vars); err != nil {
 		return err
 	}
-	defer os.Remove(envPath)
+	defer func() { _ = os.Remove(envPath) }() // best effort: the next make run writes it anew
 	token, err := s.Auth.Token("user-demo-1", 24*time.Hour)
 	if err != nil {
 		return err

@@ -47,7 +47,7 @@ func TestStopsCleanlyOnInterruptOrTerminate(t *testing.T) {
 			suffix := strings.ToLower(rand.Text()[:6])
 			env := filepath.Join("local", ".run", "stack-test-"+suffix+".env")
 			traces := filepath.Join("local", ".run", "traces-test-"+suffix+".jsonl")
-			t.Cleanup(func() { os.Remove(filepath.Join(tpl.Dir, traces)) })
+			t.Cleanup(func() { _ = os.Remove(filepath.Join(tpl.Dir, traces)) }) // best effort: a stray file under local/.run costs only space
 			c := exec.Command(cmd, "-quiet", "-api", "127.0.0.1:0", "-provider", "127.0.0.1:0",
 				"-bin", bin, "-table-prefix", "run"+suffix+"-", "-env", env, "-traces", traces)
 			var stderr bytes.Buffer
@@ -59,7 +59,7 @@ func TestStopsCleanlyOnInterruptOrTerminate(t *testing.T) {
 			if err := c.Start(); err != nil {
 				t.Fatal(err)
 			}
-			defer c.Process.Kill()
+			defer func() { _ = c.Process.Kill() }() // gone already once it has stopped on the signal; this is for the paths that fail first
 			var lines []string
 			api, seen := "", false
 			sc := bufio.NewScanner(stdout)

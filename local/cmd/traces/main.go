@@ -48,7 +48,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "traces: %v (make run writes it; -f names another)\n", err)
 		return 1
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	traces, skipped, err := read(f)
 	if err != nil {
 		fmt.Fprintln(stderr, "traces:", err)

@@ -59,8 +59,12 @@ func writeTraces(t *testing.T) string {
 	kctx, _ := tracer.Start(context.Background(), "idem.Do", oteltrace.WithTimestamp(ms(30))) // killed: never ends
 	_, claim := tracer.Start(kctx, "DynamoDB.PutItem", oteltrace.WithSpanKind(oteltrace.SpanKindClient), oteltrace.WithTimestamp(ms(31)))
 	claim.End(oteltrace.WithTimestamp(ms(33)))
-	f.WriteString(`{"Name":"half a li`)
-	f.Close()
+	if _, err := f.WriteString(`{"Name":"half a li`); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 	return path
 }
 
