@@ -29,7 +29,7 @@ func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the chaos campaign starts the whole stack: not with -short")
 	}
-	campaign(t, envInt(t, "CHAOS_SEED", 1), int(envInt(t, "CHAOS_OPS", 200)), int(envInt(t, "CHAOS_CLIENTS", 16)))
+	campaign(t, envInt(t, "CHAOS_SEED", 1), int(envInt(t, "CHAOS_OPS", 200)), int(envInt(t, "CHAOS_CLIENTS", 16))) //nolint:gosec // sizes a person typed, far below int's range
 }
 
 // regressions are the seeds that ever failed, each a case of its own, run

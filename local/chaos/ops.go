@@ -113,7 +113,7 @@ func customer(i int) (id, card string) {
 // newOperation draws operation n of a campaign from its own generator, so
 // that the plan of operation n depends on the seed and n alone.
 func newOperation(seed uint64, n, clients int, lease time.Duration) *operation {
-	rng := rand.New(rand.NewPCG(seed, uint64(n)))
+	rng := rand.New(rand.NewPCG(seed, uint64(n))) //nolint:gosec // n is an operation's number, never negative
 	op := &operation{n: n, client: rng.IntN(clients), copies: 1}
 	op.kind = drawKind(rng)
 	op.tag = fmt.Sprintf("chaos_%d_%d", seed, n)
