@@ -8,7 +8,7 @@ LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags='-s -w' -buildvcs=false
 FUNCTIONS    := charge order orderstats
 HOST_ARCH    := $(shell $(GO) env GOARCH)
 
-.PHONY: help test print-fuzz-targets vet vet-fast lint lint-json fuzz soak chaos run demo traces model bench bench-powertools build invoke deps deploy clean sam-local-env
+.PHONY: help test print-fuzz-targets vet vet-fast lint lint-json fuzz soak chaos mutate mutate-protocol mutate-gremlins run demo traces model bench bench-powertools build invoke deps deploy clean sam-local-env
 
 help:
 	@echo "make run     the whole API on 127.0.0.1:3000: DynamoDB engine, provider simulator, functions under the Lambda RIE"
@@ -21,6 +21,9 @@ help:
 	@echo "make bench-powertools   only pkg/idem beside Powertools for AWS Lambda (TypeScript)"
 	@echo "make soak    the race storm at 1000 operations, the largest model runs, the chaos campaign at 5000, and long fuzz runs, a million inputs per target (RELIABILITY.md)"
 	@echo "make chaos   [CHAOS_SEED=1 CHAOS_OPS=1000 CHAOS_CLIENTS=16]: every fault at once through the whole local stack, and a checker over what the world holds afterwards"
+	@echo "make mutate  the mutation run, not part of make test: the protocol mutants (local/mutate/protocol.txt), each killed by a named test or argued equivalent, into bin/mutate/protocol.md; then go-gremlins over pkg/idem, its doors and pkg/idemclient, into bin/mutate/gremlins.md"
+	@echo "make mutate-protocol  [MUTANTS=\"fence-token ...\"]: make mutate's protocol mutants alone, or those named"
+	@echo "make mutate-gremlins  make mutate's go-gremlins run alone"
 	@echo "make build   bootstrap binaries: bin/<fn>/bootstrap (host arch) and bin/arm64/<fn>/bootstrap"
 	@echo "make invoke  FN=charge EVENT=events/charge-create.json [TIMES=2]: run a bootstrap under the Lambda RIE against make run's stack"
 	@echo "make sam-local-env  [SAM_HOST=host.docker.internal]: the engine and the simulator for sam local, and local/.run/sam-env.json for --env-vars"
@@ -116,6 +119,24 @@ chaos: deps
 	  $(GO) test -count=1 -timeout 60m -run 'TestChaos$$' -v ./local/chaos | grep --line-buffered -v '^=== '
 	@cat bin/chaos/seed-$(CHAOS_SEED).md
 	CHAOS_REGRESSIONS=1 $(GO) test -count=1 -timeout 60m -run 'TestChaosRegressions$$' ./local/chaos
+
+# The mutation run (local/cmd/mutate), each half on a scratch copy of the
+# tree with one engine for every mutant's tests: the protocol mutants
+# (local/mutate/protocol.txt), each a change that breaks one guarantee,
+# which the tests must kill; then go-gremlins over the library. The second
+# half runs whatever the first found, and either failing fails make
+# mutate. Each prints its table as it ends. Not part of make test.
+MUTANTS ?=
+mutate:
+	@st=0; $(MAKE) --no-print-directory mutate-protocol || st=1; $(MAKE) --no-print-directory mutate-gremlins || st=1; exit $$st
+
+mutate-protocol: deps
+	@$(GO) build -o bin/local/mutate ./local/cmd/mutate && rm -f bin/mutate/protocol.md
+	@bin/local/mutate protocol $(MUTANTS); st=$$?; cat bin/mutate/protocol.md 2>/dev/null; exit $$st
+
+mutate-gremlins: deps
+	@$(GO) build -o bin/local/mutate ./local/cmd/mutate && rm -f bin/mutate/gremlins.md
+	@bin/local/mutate gremlins; st=$$?; cat bin/mutate/gremlins.md 2>/dev/null; exit $$st
 
 # Built, then run as make's own child (not under go run, which would answer
 # an interrupt with exit status 1): Ctrl-C or SIGTERM stops the stack, and

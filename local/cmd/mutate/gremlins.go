@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// runGremlins is the gremlins subcommand: go-gremlins over each target as
+// args say; 0 when every mutant of a protocol file was killed or argued
+// equivalent, 1 otherwise or on a failure, 2 for bad flags.
+func runGremlins(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("gremlins", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "bin/mutate/gremlins.md", "the report (Markdown)")
+	work := fs.String("work", "bin/mutate/gremlins", "the scratch directory: the tree's copy and go-gremlins' JSON")
+	equiv := fs.String("equivalent", "local/mutate/gremlins-equivalent.txt", "the mutants of protocol files argued equivalent")
+	coef := fs.Int("timeout-coefficient", 3, "a mutant's test run may take this many times the coverage run")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	targets := defaultTargets
+	if fs.NArg() > 0 {
+		targets = selectTargets(fs.Args())
+		if len(targets) == 0 {
+			fmt.Fprintf(stderr, "mutate gremlins: no target among %v; the targets are %s\n", fs.Args(), targetNames())
+			return 2
+		}
+	}
+	eq, err := readEquivalents(*equiv)
+	if err != nil {
+		fmt.Fprintln(stderr, "mutate gremlins:", err)
+		return 1
+	}
+	start := time.Now()
+	results, err := unleashAll(ctx, gremlinsConfig{work: *work, coefficient: *coef, stdout: stdout, stderr: stderr}, targets)
+	if err != nil {
+		fmt.Fprintln(stderr, "mutate gremlins:", err)
+		return 1
+	}
+	rep := newReport(results, eq, time.Since(start))
+	if err := writeFile(*out, rep.markdown()); err != nil {
+		fmt.Fprintln(stderr, "mutate gremlins:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s\n• the report: %s\n", rep.closing(), *out)
+	if len(rep.unargued()) > 0 {
+		fmt.Fprintf(stderr, "mutate gremlins: %d protocol mutants lived and no reason is written for them in %s:\n  %s\n",
+			len(rep.unargued()), *equiv, strings.Join(rep.unargued(), "\n  "))
+		return 1
+	}
+	return 0
+}
+
+// target is one go-gremlins run: a directory of the module, whose packages
+// (it and those below it) are mutated, less the files that match exclude.
+type target struct {
+	name    string
+	dir     string   // relative to the module's root, as go-gremlins takes it
+	exclude []string // go-gremlins' --exclude-files, paths relative to dir
+}
+
+// defaultTargets are the library and its client: pkg/idem with its doors
+// and its internal packages (the model's Promela harness and the tests'
+// shared fixture are tests, not the library), and pkg/idemclient.
+var defaultTargets = []target{
+	{name: "idem", dir: "pkg/idem", exclude: []string{`^model/`, `^internal/testbed/`}},
+	{name: "idemclient", dir: "pkg/idemclient"},
+}
+
+func selectTargets(names []string) []target {
+	var ts []target
+	for _, t := range defaultTargets {
+		for _, n := range names {
+			if n == t.name {
+				ts = append(ts, t)
+			}
+		}
+	}
+	return ts
+}
+
+func targetNames() string {
+	var ns []string
+	for _, t := range defaultTargets {
+		ns = append(ns, t.name)
+	}
+	return strings.Join(ns, ", ")
+}
+
+type gremlinsConfig struct {
+	work        string
+	coefficient int
+	stdout      io.Writer
+	stderr      io.Writer
+}
+
+// unleashAll runs go-gremlins over each target in turn on one scratch copy
+// and engine, one worker (each mutant's tests use both cores already).
+func unleashAll(ctx context.Context, c gremlinsConfig, targets []target) ([]result, error) {
+	s, err := newScratch(ctx, c.work, c.stdout)
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	var results []result
+	for _, t := range targets {
+		r, err := unleash(ctx, c, s, t)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", t.name, err)
+		}
+		results = append(results, r)
+	}
+	return results, nil
+}
+
+// unleash runs go-gremlins over one target and reads its JSON report. The
+// tests run with -short, and without the examples (GOFLAGS): an example
+// creates its tables under fixed names, which every run after the first
+// finds on the shared engine (go-gremlins runs its mutants' tests with no
+// pause in which to empty it), and which would count every mutant its
+// package covers as killed. What only a long run or an example would kill
+// lives, which makes the figure a lower bound.
+func unleash(ctx context.Context, c gremlinsConfig, s *scratch, t target) (result, error) {
+	report := filepath.Join(filepath.Dir(s.src), t.name+".json")
+	args := []string{"tool", "-modfile=tools/go.mod", "gremlins", "unleash", "--workers", "1",
+		"--timeout-coefficient", fmt.Sprint(c.coefficient), "-o", report}
+	for _, e := range t.exclude {
+		args = append(args, "-E", e)
+	}
+	args = append(args, "./"+t.dir)
+	fmt.Fprintf(c.stdout, "• go %s\n", strings.Join(args, " "))
+	cmd := s.command(ctx, args...)
+	cmd.Env = append(cmd.Env, "GOFLAGS=-short -run=^(Test|Fuzz)")
+	cmd.Stdout, cmd.Stderr = c.stdout, c.stderr
+	if err := cmd.Run(); err != nil {
+		return result{}, fmt.Errorf("go-gremlins: %w", err)
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		return result{}, err
+	}
+	var r result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return result{}, fmt.Errorf("%s: %w", report, err)
+	}
+	r.target = t
+	return r, nil
+}
