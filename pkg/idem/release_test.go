@@ -88,6 +88,10 @@ func TestReleasesUnderAThrottleStormAreBounded(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			// Each case waits out a release's whole budget: side by side,
+			// each on its own proxy and table, as each release keeps its
+			// own clock.
+			t.Parallel()
 			f := newFixture(t)
 			proxy, _, store := f.stormed()
 			var began firstTime

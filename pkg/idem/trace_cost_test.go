@@ -79,6 +79,9 @@ func BenchmarkFirstRequestAtomicTraced(b *testing.B) { benchmarkTraced(b, true, 
 // allocations), never a time. make bench's TRACE_ROUNDS and
 // TRACE_REQUESTS make it larger; BENCH_OUT gets the tables.
 func TestTracingCost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a measurement of cost, not a behaviour: not with -short")
+	}
 	rounds := measure.EnvInt("TRACE_ROUNDS", 2)
 	var report strings.Builder
 	fmt.Fprintf(&report, "In process (testbed.Memory), %d rounds, the two sides alternating; the traced side is the SDK recording every call, exported as it ends to memory on the request's goroutine:\n\n", rounds)
