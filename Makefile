@@ -23,7 +23,7 @@ help:
 	@echo "make chaos   [CHAOS_SEED=1 CHAOS_OPS=1000 CHAOS_CLIENTS=16]: every fault at once through the whole local stack, and a checker over what the world holds afterwards"
 	@echo "make mutate  the mutation run, not part of make test: the protocol mutants (local/mutate/protocol.txt), each killed by a named test or argued equivalent, into bin/mutate/protocol.md; then go-gremlins over pkg/idem, its doors and pkg/idemclient, into bin/mutate/gremlins.md"
 	@echo "make mutate-protocol  [MUTANTS=\"fence-token ...\"]: make mutate's protocol mutants alone, or those named"
-	@echo "make mutate-gremlins  make mutate's go-gremlins run alone"
+	@echo "make mutate-gremlins  [TARGETS=\"idem-protocol idem idemclient\"]: make mutate's go-gremlins run alone, or over the targets named"
 	@echo "make build   bootstrap binaries: bin/<fn>/bootstrap (host arch) and bin/arm64/<fn>/bootstrap"
 	@echo "make invoke  FN=charge EVENT=events/charge-create.json [TIMES=2]: run a bootstrap under the Lambda RIE against make run's stack"
 	@echo "make sam-local-env  [SAM_HOST=host.docker.internal]: the engine and the simulator for sam local, and local/.run/sam-env.json for --env-vars"
@@ -127,6 +127,7 @@ chaos: deps
 # half runs whatever the first found, and either failing fails make
 # mutate. Each prints its table as it ends. Not part of make test.
 MUTANTS ?=
+TARGETS ?=
 mutate:
 	@st=0; $(MAKE) --no-print-directory mutate-protocol || st=1; $(MAKE) --no-print-directory mutate-gremlins || st=1; exit $$st
 
@@ -136,7 +137,7 @@ mutate-protocol: deps
 
 mutate-gremlins: deps
 	@$(GO) build -o bin/local/mutate ./local/cmd/mutate && rm -f bin/mutate/gremlins.md
-	@bin/local/mutate gremlins; st=$$?; cat bin/mutate/gremlins.md 2>/dev/null; exit $$st
+	@bin/local/mutate gremlins $(TARGETS); st=$$?; cat bin/mutate/gremlins.md 2>/dev/null; exit $$st
 
 # Built, then run as make's own child (not under go run, which would answer
 # an interrupt with exit status 1): Ctrl-C or SIGTERM stops the stack, and
