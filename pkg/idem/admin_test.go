@@ -45,6 +45,30 @@ func TestInspectShowsTheRecord(t *testing.T) {
 	}
 }
 
+// TestInspectShowsALapsedKeysZeroTimes holds KeyRecord's doc: LeaseUntil
+// is zero once lapsed, CompletedAt zero and Response nil while in progress
+// (never the Unix epoch read from a stored 0).
+func TestInspectShowsALapsedKeysZeroTimes(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	failed := errors.New("provider timed out")
+	if _, err := f.Store.Do(ctx, req("alice", "k1", `{}`), func(context.Context, *idem.Tx) (idem.Response, error) {
+		return idem.Response{}, failed
+	}); !errors.Is(err, failed) {
+		t.Fatalf("err = %v, want the work's error", err)
+	}
+	rec, err := f.Store.Inspect(ctx, "alice", "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != "IN_PROGRESS" || !rec.LeaseUntil.IsZero() || !rec.CompletedAt.IsZero() || rec.Response != nil || rec.Attempts != 1 {
+		t.Fatalf("a lapsed key: %+v; want IN_PROGRESS, zero LeaseUntil and CompletedAt, no Response, 1 attempt", rec)
+	}
+	if left := rec.LeaseLeft(f.Clock.Now()); left != 0 {
+		t.Fatalf("a lapsed key has %v of lease left", left)
+	}
+}
+
 // adminLog is an operator's store whose log lines the test reads.
 func adminLog(f *fixture) (*idem.Store, *bytes.Buffer) {
 	var buf bytes.Buffer

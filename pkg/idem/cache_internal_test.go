@@ -40,3 +40,64 @@ func TestCacheKeepsEveryDeletedRecordOut(t *testing.T) {
 		t.Fatalf("the first deleted record answered from the cache: %+v", v)
 	}
 }
+
+// CacheOptions' doc: the cache is off unless both bounds are positive. A
+// zero bound is no cache at all (a nil one, which every call treats as a
+// miss), never a cache that cannot hold an entry.
+func TestCacheIsOffUnlessBothBoundsArePositive(t *testing.T) {
+	for _, o := range []CacheOptions{{}, {MaxEntries: 10}, {MaxBytes: 1 << 16}, {MaxEntries: -1, MaxBytes: 1 << 16}, {MaxEntries: 10, MaxBytes: -1}} {
+		if c := newResponseCache(o); c != nil {
+			t.Errorf("%+v: a cache, want none", o)
+		}
+	}
+	if newResponseCache(CacheOptions{MaxEntries: 1, MaxBytes: 1}) == nil {
+		t.Error("{1 1}: no cache, want one")
+	}
+}
+
+// An entry is the record's response for as long as the record is: to the
+// second the record expires in (record.expired: expires_at before now, in
+// epoch seconds), and no longer.
+func TestCacheAnswersUntilTheRecordExpires(t *testing.T) {
+	c := newResponseCache(CacheOptions{MaxEntries: 10, MaxBytes: 1 << 16})
+	exp := time.Now().Add(time.Hour).Truncate(time.Second)
+	c.put("pk", "t1", "fp", Response{StatusCode: 201}, exp.Unix())
+	rec := &record{ExpiresAt: exp.Unix()}
+	for _, now := range []time.Time{exp, exp.Add(999 * time.Millisecond), exp.Add(time.Second)} {
+		_, cached := c.get("pk", now)
+		if live := !rec.expired(now); cached != live {
+			t.Errorf("at expires_at%+v: cached %v, the record live %v", now.Sub(exp), cached, live)
+		}
+	}
+}
+
+// The bytes bound counts what an entry holds (its key, fingerprint, body
+// and headers), an entry of exactly the bound is kept, one byte more is
+// not, and entries are evicted, least recently used first, until the rest
+// fit.
+func TestCacheCountsEveryByteOfAnEntry(t *testing.T) {
+	resp := Response{StatusCode: 201, Body: []byte("0123456789"), Header: map[string]string{"Location": "/o/1"}}
+	size := len("pk1") + len("fp") + len(resp.Body) + len("Location") + len("/o/1")
+	exp := time.Now().Add(time.Hour).Unix()
+	c := newResponseCache(CacheOptions{MaxEntries: 10, MaxBytes: size})
+	c.put("pk1", "t", "fp", resp, exp)
+	if _, ok := c.get("pk1", time.Now()); !ok || c.bytes != size {
+		t.Fatalf("an entry of exactly the bound: kept %v, %d bytes counted; want kept, %d", ok, c.bytes, size)
+	}
+	c = newResponseCache(CacheOptions{MaxEntries: 10, MaxBytes: size - 1})
+	c.put("pk1", "t", "fp", resp, exp)
+	if _, ok := c.get("pk1", time.Now()); ok || c.bytes != 0 {
+		t.Fatalf("an entry a byte over the bound: kept %v, %d bytes; want neither", ok, c.bytes)
+	}
+	c = newResponseCache(CacheOptions{MaxEntries: 10, MaxBytes: 2 * size})
+	c.put("pk1", "t", "fp", resp, exp)
+	c.put("pk2", "t", "fp", resp, exp)
+	c.get("pk1", time.Now()) // pk2 is now the least recently used
+	c.put("pk3", "t", "fp", resp, exp)
+	_, one := c.get("pk1", time.Now())
+	_, two := c.get("pk2", time.Now())
+	_, three := c.get("pk3", time.Now())
+	if !one || two || !three || c.bytes != 2*size {
+		t.Fatalf("after a third entry: pk1 %v, pk2 %v, pk3 %v, %d bytes; want pk2 evicted, %d bytes", one, two, three, c.bytes, 2*size)
+	}
+}
