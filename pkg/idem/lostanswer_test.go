@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/faultproxy"
@@ -109,6 +111,68 @@ func TestClaimWithEveryAnswerLostLapses(t *testing.T) {
 	res, err := store.Do(context.Background(), r, f.createOrder("alice", "o1", &runs))
 	if err != nil || res.Response.StatusCode != 201 || runs.Load() != 1 {
 		t.Fatalf("retry = %+v, %v after %d runs; want it to take over and run", res, err, runs.Load())
+	}
+}
+
+// A hand-back that lands and loses its answer is read back as handed: the
+// SDK's resend fails the hand-back's condition on the lapsed record the
+// first send wrote, under this claim's lapsed token. The call says so
+// (its work never ran), and the request's retry takes over at once; it
+// is not taken for another's record, which this call would then decide
+// on as if someone else had lapsed it.
+func TestHandBackWhoseAnswerWasLostIsHanded(t *testing.T) {
+	f := newFixture(t, func(o *idem.Options) { o.Lease = 30 * time.Second })
+	proxy, store := f.proxied(func(o *idem.Options) { o.Lease = 30 * time.Second })
+	// Three sends of the claim, then the hand-back's first send: each lands
+	// and its answer is lost.
+	proxy.Inject(faultproxy.Fault{Op: "PutItem", Kind: faultproxy.CommitThenDrop, Times: 4})
+	r := req("alice", "k1", `{}`)
+	var runs atomic.Int32
+	_, err := store.Do(context.Background(), r, f.createOrder("alice", "o1", &runs))
+	if err == nil || !strings.Contains(err.Error(), "handed back") || runs.Load() != 0 {
+		t.Fatalf("first call: %v after %d runs; want the claim handed back, no run", err, runs.Load())
+	}
+	mustInject(t, proxy, faultproxy.CommitThenDrop, 4)
+	f.Lapsed("alice", "k1", r.Fingerprint)
+	res, err := store.Do(context.Background(), r, f.createOrder("alice", "o1", &runs))
+	if err != nil || res.Response.StatusCode != 201 || runs.Load() != 1 {
+		t.Fatalf("retry = %+v, %v after %d runs; want it to take over and run", res, err, runs.Load())
+	}
+}
+
+// noOldItem is an engine that returns no item with a failed condition (the
+// request asks for it; DynamoDB may not send it, as with a record deleted
+// since).
+type noOldItem struct{ idem.DynamoDBAPI }
+
+func (n noOldItem) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	out, err := n.DynamoDBAPI.PutItem(ctx, in, o...)
+	if ccf := (*types.ConditionalCheckFailedException)(nil); errors.As(err, &ccf) {
+		ccf.Item = nil
+	}
+	return out, err
+}
+
+// A failed condition without the record it failed on costs a consistent
+// read, and decides as the returned record would have: a completed key is
+// replayed to its request and refused to another.
+func TestAFailedConditionWithoutItsRecordIsReadBack(t *testing.T) {
+	f := newFixture(t)
+	store, err := idem.New(noOldItem{f.DB}, f.Table, func(o *idem.Options) { o.Clock = f.Clock.Now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := store.Do(ctx, req("alice", "k1", `{}`), ok); err != nil {
+		t.Fatal(err)
+	}
+	reads := f.DB.Calls()["GetItem"]
+	res, err := store.Do(ctx, req("alice", "k1", `{}`), ok)
+	if err != nil || !res.Replayed || f.DB.Calls()["GetItem"] != reads+1 {
+		t.Fatalf("the same request: %+v, %v after %d reads; want a replay after one read", res, err, f.DB.Calls()["GetItem"]-reads)
+	}
+	if _, err := store.Do(ctx, req("alice", "k1", `{"other":1}`), ok); !errors.Is(err, idem.ErrFingerprintMismatch) {
+		t.Fatalf("another request: %v, want ErrFingerprintMismatch", err)
 	}
 }
 
