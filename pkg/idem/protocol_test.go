@@ -566,6 +566,39 @@ func TestLeaseIsBoundedByDeadline(t *testing.T) {
 	}
 }
 
+// The ConflictFunc asked is the one of the write whose condition failed,
+// wherever it stands in the transaction: the record's put comes first, so
+// the n-th write's reason is the transaction's (n+1)-th.
+func TestBusinessConflictAsksTheWriteThatFailed(t *testing.T) {
+	for _, at := range []int{0, 1, 2} {
+		t.Run(fmt.Sprintf("write %d of 3", at), func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			if _, err := f.Raw.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.Business), Item: f.OrderPut("alice", "taken", "existing").Put.Item}); err != nil {
+				t.Fatal(err)
+			}
+			var asked []int
+			work := func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+				for i := range 3 {
+					id := fmt.Sprintf("free%d", i)
+					if i == at {
+						id = "taken"
+					}
+					tx.Add(f.OrderPut("alice", id, "new"), func(map[string]types.AttributeValue) (idem.Response, error) {
+						asked = append(asked, i)
+						return idem.Response{StatusCode: 409, Body: []byte(`{"error":"order_id_taken"}`)}, nil
+					})
+				}
+				return idem.Response{StatusCode: 201}, nil
+			}
+			res, err := f.Store.Do(ctx, req("alice", "k1", `{}`), work)
+			if err != nil || res.Response.StatusCode != 409 || !slices.Equal(asked, []int{at}) {
+				t.Fatalf("got %+v, %v, ConflictFuncs asked %v; want the 409 of write %d's alone", res, err, asked, at)
+			}
+		})
+	}
+}
+
 func TestBusinessConflictStoresDecidedResponseWithoutWrites(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
