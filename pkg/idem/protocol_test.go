@@ -734,6 +734,36 @@ func TestTransactionConflictIsRetried(t *testing.T) {
 	}
 }
 
+// A transaction cancelled for a reason that is not the writes' own (a
+// conflict past the retries, a throttle) committed nothing and may succeed
+// when sent again: it lapses the key for the request's retry, and is never
+// ErrInvalidWrite, which says the writes are refused as written.
+func TestACancellationThatIsNotTheWritesIsNoInvalidWrite(t *testing.T) {
+	for _, code := range []string{"TransactionConflict", "ThrottlingError"} {
+		t.Run(code, func(t *testing.T) {
+			f := newFixture(t)
+			f.DB.Before = func(op string) error {
+				if op == "TransactWriteItems" {
+					return &types.TransactionCanceledException{
+						Message:             aws.String("cancelled"),
+						CancellationReasons: []types.CancellationReason{{Code: aws.String("None")}, {Code: aws.String(code)}},
+					}
+				}
+				return nil
+			}
+			r := req("alice", "k1", `{}`)
+			_, err := f.Store.Do(context.Background(), r, f.createOrder("alice", "o1", nil))
+			if err == nil || errors.Is(err, idem.ErrInvalidWrite) {
+				t.Fatalf("err = %v, want a failure that is not ErrInvalidWrite", err)
+			}
+			if f.Order("alice", "o1") != nil {
+				t.Fatal("a cancelled transaction left a write")
+			}
+			f.Lapsed("alice", "k1", r.Fingerprint)
+		})
+	}
+}
+
 func TestUnknownCommitOutcomeLapsesWhenNothingLanded(t *testing.T) {
 	f := newFixture(t)
 	f.DB.Before = func(op string) error {
