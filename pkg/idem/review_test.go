@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -114,26 +115,30 @@ func TestARefusalAfterALandedCommitIsReadAsTheCommit(t *testing.T) {
 // on every door; the handler runs again on the retry (it was stored and
 // replayed forever).
 func TestAConflictFuncs5xxIsNeverStored(t *testing.T) {
-	f := newFixture(t)
-	if _, err := f.Store.Do(context.Background(), req("alice", "pre", `{}`), f.createOrder("alice", "o1", nil)); err != nil {
-		t.Fatal(err)
-	}
-	var runs atomic.Int32
-	h := idemlambda.HTTPAPI(f.Store, nil, func(ctx context.Context, req idemlambda.Request[events.APIGatewayV2HTTPRequest, struct{}], tx *idem.Tx) (idem.Response, error) {
-		runs.Add(1)
-		tx.Add(f.OrderPut("alice", "o1", "again"), func(map[string]types.AttributeValue) (idem.Response, error) {
-			return idem.Response{StatusCode: 503, Body: []byte("order store busy, retry")}, nil
+	for _, status := range []int{500, 503} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			f := newFixture(t)
+			if _, err := f.Store.Do(context.Background(), req("alice", "pre", `{}`), f.createOrder("alice", "o1", nil)); err != nil {
+				t.Fatal(err)
+			}
+			var runs atomic.Int32
+			h := idemlambda.HTTPAPI(f.Store, nil, func(ctx context.Context, req idemlambda.Request[events.APIGatewayV2HTTPRequest, struct{}], tx *idem.Tx) (idem.Response, error) {
+				runs.Add(1)
+				tx.Add(f.OrderPut("alice", "o1", "again"), func(map[string]types.AttributeValue) (idem.Response, error) {
+					return idem.Response{StatusCode: status, Body: []byte("order store busy, retry")}, nil
+				})
+				return idem.Response{StatusCode: 201}, nil
+			})
+			for i := 1; i <= 2; i++ {
+				r, _ := h(context.Background(), testbed.APIRequest("alice", map[string]string{"idempotency-key": "k2"}, `{}`))
+				if r.StatusCode != status || r.Headers[idemlambda.HeaderReplayed] != "" || runs.Load() != int32(i) {
+					t.Fatalf("call %d: %d %q replayed=%q after %d runs; want the conflict's %d, not stored, the handler run again", i, r.StatusCode, r.Body, r.Headers[idemlambda.HeaderReplayed], runs.Load(), status)
+				}
+			}
+			if str(f.Record("alice", "k2"), "status") == "COMPLETED" {
+				t.Fatalf("a %d decided by the ConflictFunc was stored as COMPLETED; runs=%d", status, runs.Load())
+			}
 		})
-		return idem.Response{StatusCode: 201}, nil
-	})
-	for i := 1; i <= 2; i++ {
-		r, _ := h(context.Background(), testbed.APIRequest("alice", map[string]string{"idempotency-key": "k2"}, `{}`))
-		if r.StatusCode != 503 || r.Headers[idemlambda.HeaderReplayed] != "" || runs.Load() != int32(i) {
-			t.Fatalf("call %d: %d %q replayed=%q after %d runs; want the conflict's 503, not stored, the handler run again", i, r.StatusCode, r.Body, r.Headers[idemlambda.HeaderReplayed], runs.Load())
-		}
-	}
-	if str(f.Record("alice", "k2"), "status") == "COMPLETED" {
-		t.Fatalf("a 5xx decided by the ConflictFunc was stored as COMPLETED; runs=%d", runs.Load())
 	}
 }
 
