@@ -23,7 +23,7 @@ help:
 	@echo "make chaos   [CHAOS_SEED=1 CHAOS_OPS=1000 CHAOS_CLIENTS=16]: every fault at once through the whole local stack, and a checker over what the world holds afterwards"
 	@echo "make mutate  the mutation run, not part of make test: the protocol mutants (local/mutate/protocol.txt), each killed by a named test or argued equivalent, into bin/mutate/protocol.md; then go-gremlins over pkg/idem, its doors and pkg/idemclient, into bin/mutate/gremlins.md"
 	@echo "make mutate-protocol  [MUTANTS=\"fence-token ...\"]: make mutate's protocol mutants alone, or those named"
-	@echo "make mutate-gremlins  [TARGETS=\"idem-protocol idem idemclient\"]: make mutate's go-gremlins run alone, or over the targets named"
+	@echo "make mutate-gremlins  [TARGETS=\"idem-protocol idem-core idem-packages idemclient\"]: make mutate's go-gremlins run alone, or over the targets named"
 	@echo "make build   bootstrap binaries: bin/<fn>/bootstrap (host arch) and bin/arm64/<fn>/bootstrap"
 	@echo "make invoke  FN=charge EVENT=events/charge-create.json [TIMES=2]: run a bootstrap under the Lambda RIE against make run's stack"
 	@echo "make sam-local-env  [SAM_HOST=host.docker.internal]: the engine and the simulator for sam local, and local/.run/sam-env.json for --env-vars"

@@ -69,17 +69,18 @@ type target struct {
 }
 
 // defaultTargets are the library and its client: pkg/idem's protocol
-// files, then the rest of pkg/idem with its doors and its internal packages
-// (the model's Promela harness and the tests' shared fixture are tests,
-// not the library), and pkg/idemclient. The protocol files come first and
-// apart, so that the mutants that must be killed or argued can be run
-// alone (make mutate-gremlins TARGETS=idem-protocol): pkg/idem's tests are
-// the slowest to run per mutant. The files are read from the working
-// directory, the module's root.
+// files; the rest of pkg/idem's own files; the packages below it, its
+// doors and its internal packages (the model's Promela harness and the
+// tests' shared fixture are tests, not the library); and pkg/idemclient.
+// Each can be run alone (make mutate-gremlins TARGETS=idem-protocol): the
+// protocol files hold the mutants that must be killed or argued, and
+// pkg/idem's own tests are the slowest to run per mutant. The files are
+// read from the working directory, the module's root.
 func defaultTargets() []target {
 	return []target{
 		{name: "idem-protocol", dir: "pkg/idem", exclude: []string{`/`, notProtocol()}},
-		{name: "idem", dir: "pkg/idem", exclude: []string{`^model/`, `^internal/testbed/`, `^(` + protocolAlternation() + `)$`}},
+		{name: "idem-core", dir: "pkg/idem", exclude: []string{`/`, `^(` + protocolAlternation() + `)$`}},
+		{name: "idem-packages", dir: "pkg/idem", exclude: []string{`^[^/]*$`, `^model/`, `^internal/testbed/`}},
 		{name: "idemclient", dir: "pkg/idemclient"},
 	}
 }
