@@ -541,6 +541,30 @@ func TestRacingDuplicatesExecuteOnce(t *testing.T) {
 	t.Logf("executed=%d replayed=%d in-progress=%d", executed, replayed, conflicts)
 }
 
+// A lease cut short by the request's deadline keeps a quarter of itself
+// back for the commit, not the whole CommitReserve (1 s by default), which
+// would leave the work little or nothing of a short lease.
+func TestACutLeaseKeepsAQuarterForTheCommit(t *testing.T) {
+	f := newFixture(t, func(o *idem.Options) { o.Lease = time.Minute })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var lease, reserve time.Duration
+	_, err := f.Store.Do(ctx, req("alice", "k1", `{}`), func(wctx context.Context, tx *idem.Tx) (idem.Response, error) {
+		deadline, _ := wctx.Deadline()
+		left := time.Until(deadline) // first: the time since the deadline was set counts in the reserve below
+		until, _ := strconv.ParseInt(num(f.Record("alice", "k1"), "lease_until"), 10, 64)
+		lease = time.UnixMilli(until).Sub(f.Clock.Now()) // the Store's clock stands still
+		reserve = lease - left
+		return idem.Response{StatusCode: 200}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lease > 2*time.Second || reserve < lease/4 || reserve > lease/4+300*time.Millisecond {
+		t.Fatalf("lease %v, reserve %v; want a lease cut to the 2 s deadline, a quarter of it kept back", lease, reserve)
+	}
+}
+
 func TestLeaseIsBoundedByDeadline(t *testing.T) {
 	f := newFixture(t, func(o *idem.Options) { o.Lease = time.Minute })
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
