@@ -10,9 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/awslabs/goformation/v7"
+	"github.com/awslabs/goformation/v7/cloudformation"
 )
 
 // Route is one HttpApi event: "POST" and "/charges/{id}".
@@ -123,6 +125,19 @@ func Project() (*Template, error) {
 	return Load(path)
 }
 
+// parsing serializes goformation's parses: each one registers its short
+// form tags again in a package-level map (intrinsics.ProcessYAML) while
+// another iterates over it, and two at once end the process with
+// "concurrent map iteration and map write" (tests that make their tables
+// in parallel read the template each).
+var parsing sync.Mutex
+
+func parseYAML(known []byte, g *globals) (*cloudformation.Template, error) {
+	parsing.Lock()
+	defer parsing.Unlock()
+	return goformation.ParseYAMLWithOptions(known, g.resolver())
+}
+
 // Load reads the template at path and the Makefile beside it.
 func Load(path string) (*Template, error) {
 	raw, err := os.ReadFile(path)
@@ -137,7 +152,7 @@ func Load(path string) (*Template, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfn, err := goformation.ParseYAMLWithOptions(known, g.resolver())
+	cfn, err := parseYAML(known, g)
 	if err != nil {
 		return nil, fmt.Errorf("parse %s: %w", path, err)
 	}

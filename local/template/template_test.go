@@ -2,6 +2,7 @@ package template_test
 
 import (
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/idemkeys/idem/local/template"
@@ -57,5 +58,25 @@ func TestLocalEnvResolvesReferencesOrRefuses(t *testing.T) {
 	}
 	if _, err := fn.LocalEnv(nil, nil); err == nil {
 		t.Fatal("an unresolved reference was not refused")
+	}
+}
+
+// Tests that make their tables in parallel read the template at once:
+// each read must stand beside the others (goformation keeps state of its
+// own between parses, which the package serializes).
+func TestTheTemplateIsReadConcurrently(t *testing.T) {
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for range 16 {
+		wg.Go(func() {
+			if _, err := template.Project(); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
