@@ -3,6 +3,7 @@ package idem_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -45,6 +46,8 @@ func TestALeaseLivesUntilItsLastMillisecond(t *testing.T) {
 	ctx := context.Background()
 	r := req("alice", "k1", `{}`)
 	claimed, release, holder := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	let := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(let) // a failure below must not leave the holder blocked
 	go func() {
 		_, err := f.Store.Do(ctx, r, func(context.Context, *idem.Tx) (idem.Response, error) {
 			close(claimed)
@@ -63,7 +66,7 @@ func TestALeaseLivesUntilItsLastMillisecond(t *testing.T) {
 	if res, err := f.Store.Do(ctx, r, f.createOrder("alice", "o1", &runs)); err != nil || res.Replayed || runs.Load() != 1 {
 		t.Fatalf("at lease_until: %+v, %v after %d runs; want the retry to take over", res, err, runs.Load())
 	}
-	close(release)
+	let()
 	if err := <-holder; !errors.Is(err, idem.ErrLeaseLost) {
 		t.Fatalf("the holder past its lease: %v, want ErrLeaseLost", err)
 	}

@@ -13,7 +13,7 @@ import (
 // completed responses. It is off unless both bounds are positive.
 type CacheOptions struct {
 	MaxEntries int // the most responses kept
-	MaxBytes   int // the most bytes of responses kept (bodies and headers)
+	MaxBytes   int // the most bytes kept: each response's body and headers, with its key and fingerprint
 }
 
 // cached is one completed response, kept no longer than its record.

@@ -75,7 +75,7 @@ func TestCacheAnswersUntilTheRecordExpires(t *testing.T) {
 // and headers), an entry of exactly the bound is kept, one byte more is
 // not, and entries are evicted, least recently used first, until the rest
 // fit.
-func TestCacheCountsEveryByteOfAnEntry(t *testing.T) {
+func TestCacheCountsEveryByteOfAnEntryAndEvictsTheLeastRecentlyUsed(t *testing.T) {
 	resp := Response{StatusCode: 201, Body: []byte("0123456789"), Header: map[string]string{"Location": "/o/1"}}
 	size := len("pk1") + len("fp") + len(resp.Body) + len("Location") + len("/o/1")
 	exp := time.Now().Add(time.Hour).Unix()

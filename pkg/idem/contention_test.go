@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,8 +17,8 @@ import (
 
 // A call that loses its claim again and again (each time it finds a lapsed
 // lease it may take over, and each takeover loses to another) answers in
-// progress after four claims: its contention is bounded, however busy the
-// key.
+// progress after a few claims (four today): its contention is bounded,
+// however busy the key.
 func TestContentionForAKeyIsBounded(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -39,8 +40,8 @@ func TestContentionForAKeyIsBounded(t *testing.T) {
 	}
 	var runs atomic.Int32
 	_, err := f.Store.Do(ctx, r, f.createOrder("alice", "o1", &runs))
-	if !errors.Is(err, idem.ErrInProgress) || claims.Load() != 4 || runs.Load() != 0 {
-		t.Fatalf("err = %v after %d claims and %d runs; want ErrInProgress after 4 claims, no run", err, claims.Load(), runs.Load())
+	if !errors.Is(err, idem.ErrInProgress) || claims.Load() > 4 || runs.Load() != 0 {
+		t.Fatalf("err = %v after %d claims and %d runs; want ErrInProgress within 4 claims, no run", err, claims.Load(), runs.Load())
 	}
 }
 
@@ -74,6 +75,8 @@ func TestRetryAfterIsTheLeaseLeftRoundedUp(t *testing.T) {
 	ctx := context.Background()
 	r := req("alice", "k1", `{}`)
 	claimed, release, holder := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	let := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(let)
 	go func() {
 		_, err := f.Store.Do(ctx, r, func(context.Context, *idem.Tx) (idem.Response, error) {
 			close(claimed)
@@ -93,7 +96,7 @@ func TestRetryAfterIsTheLeaseLeftRoundedUp(t *testing.T) {
 			t.Errorf("%v after the claim: %v, want Retry-After %v", c.after, err, c.want)
 		}
 	}
-	close(release)
+	let()
 	if err := <-holder; err != nil {
 		t.Fatalf("the holder: %v", err)
 	}
