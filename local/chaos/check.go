@@ -36,6 +36,8 @@ type chargeItem struct {
 }
 
 type recordItem struct {
+	PK         string `dynamodbav:"pk"`
+	LeaseToken string `dynamodbav:"lease_token"`
 	Scope      string `dynamodbav:"scope"`
 	Key        string `dynamodbav:"key"`
 	Status     string `dynamodbav:"status"`
@@ -74,12 +76,8 @@ func (c *Campaign) read(ctx context.Context) (*world, error) {
 	for _, e := range c.stack.Sim.Effects() {
 		w.effects[e.Description] = append(w.effects[e.Description], e)
 	}
-	var err error
-	if w.commits, err = c.readCommits(ctx); err != nil {
-		return nil, err
-	}
 	now := time.Now().UnixMilli()
-	return w, c.scanAll(ctx, map[string]func(map[string]types.AttributeValue) error{
+	err := c.scanAll(ctx, map[string]func(map[string]types.AttributeValue) error{
 		"ChargesTable": func(it map[string]types.AttributeValue) error {
 			var ch chargeItem
 			err := attributevalue.UnmarshalMap(it, &ch)
@@ -108,6 +106,12 @@ func (c *Campaign) read(ctx context.Context) (*world, error) {
 			return err
 		},
 	})
+	if err != nil {
+		return nil, err
+	}
+	// The stream after the tables: every commit a table shows is then in it.
+	w.commits, err = c.readCommits(ctx)
+	return w, err
 }
 
 func (c *Campaign) scanAll(ctx context.Context, tables map[string]func(map[string]types.AttributeValue) error) error {

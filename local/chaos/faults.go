@@ -93,10 +93,15 @@ var catalog = []*faultKind{
 	// The holder's commit is held past its lease while the late copy takes
 	// the key over; the taker's own commit is held too, for less than its
 	// lease, so that the holder's lands while the taker still works: only
-	// the fence's lease token then refuses it.
+	// the fence's lease token then refuses it. The taker's hold is armed
+	// once the holder's acts, behind every fault the operation drew.
 	{name: "DynamoDB commit slowed past the lease", applies: keyed, arm: func(c *Campaign, op *operation, p int, hit func()) {
-		c.stack.Faults.Inject(faultproxy.Fault{Op: "TransactWriteItems", Kind: faultproxy.Latency, Delay: c.cfg.Lease + time.Second, Match: op.key, Reached: hit})
-		c.stack.Faults.Inject(faultproxy.Fault{Op: "TransactWriteItems", Kind: faultproxy.Latency, Delay: c.cfg.Lease * 3 / 4, Match: op.key})
+		c.stack.Faults.Inject(faultproxy.Fault{Op: "TransactWriteItems", Kind: faultproxy.Latency, Delay: c.cfg.Lease + time.Second, Match: op.key, Reached: func() {
+			hit()
+			c.stack.Faults.Inject(faultproxy.Fault{Op: "TransactWriteItems", Kind: faultproxy.Latency, Delay: c.cfg.Lease * 3 / 4, Match: op.key, Reached: func() {
+				op.event(c.since(), "fault: the next commit slowed, less than its lease")
+			}})
+		}})
 	}, plan: lateCopy},
 	{name: "provider 500, saved under its key", applies: charges, arm: func(c *Campaign, op *operation, p int, hit func()) {
 		c.stack.Sim.Inject(provider.Fault{Kind: provider.FailBeforeEffect, Status: 500, Match: op.tag, Reached: hit})

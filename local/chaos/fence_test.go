@@ -16,12 +16,13 @@ func TestACommitIsFencedOnlyWhenItsLeaseWasTheRecords(t *testing.T) {
 		c    commit
 		want bool
 	}{
-		{"made completed at once (DoAtomic)", commit{at: at, newToken: "a"}, true},
+		{"made completed at once (DoAtomic's first commit)", commit{at: at, newToken: "a"}, true},
 		{"its own lease, in progress", commit{at: at, hadOld: true, oldStatus: statusInProgress, oldToken: "a", newToken: "a"}, true},
-		{"over a takeover's lease", commit{at: at, hadOld: true, oldStatus: statusInProgress, oldToken: "b", newToken: "a"}, false},
-		{"over its own lapse", commit{at: at, hadOld: true, oldStatus: statusInProgress, oldToken: "lapsed-a", newToken: "a"}, false},
+		{"over a takeover's lease", commit{at: at, hadOld: true, oldStatus: statusInProgress, oldToken: "b", newToken: "a", oldExpires: at.Unix() + 86400}, false},
+		{"over its own lapse", commit{at: at, hadOld: true, oldStatus: statusInProgress, oldToken: "a.lapsed", newToken: "a", oldExpires: at.Unix() + 86400}, false},
+		{"over another's record in progress, expired", commit{at: at, hadOld: true, oldStatus: statusInProgress, oldToken: "b", newToken: "a", oldExpires: at.Unix() - 60}, true},
 		{"the campaign's expiry of a completed record", commit{at: at, hadOld: true, oldStatus: statusCompleted, wasCompleted: true, oldToken: "a", newToken: "a", oldExpires: at.Unix() + 60}, true},
-		{"over another's completed record, live", commit{at: at, hadOld: true, oldStatus: statusCompleted, wasCompleted: true, oldToken: "b", newToken: "a", oldExpires: at.Unix() + 60}, false},
+		{"over another's completed record, live", commit{at: at, hadOld: true, oldStatus: statusCompleted, wasCompleted: true, oldToken: "b", newToken: "a", oldExpires: at.Unix() + 86400}, false},
 		{"over another's completed record, expired", commit{at: at, hadOld: true, oldStatus: statusCompleted, wasCompleted: true, oldToken: "b", newToken: "a", oldExpires: at.Unix() - 60}, true},
 		{"over another's completed record, expired within the stream's minute", commit{at: at, hadOld: true, oldStatus: statusCompleted, wasCompleted: true, oldToken: "b", newToken: "a", oldExpires: at.Unix() + 30}, true},
 	} {

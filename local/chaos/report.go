@@ -16,7 +16,7 @@ type Report struct {
 	Search     string
 	Rows       []Row
 	Count      map[string]int // violations by class: doubleEffect, orphan, mismatch, unfenced, other
-	Commits    int            // commits read from the idempotency table's stream, each held to its lease
+	Commits    int            // writes read from the idempotency table's stream that left a record completed
 	Violations []string       // each with its operation's whole history
 }
 
@@ -65,7 +65,7 @@ func (c *Campaign) check(ctx context.Context) (*Report, error) {
 		}
 		r.Violations = append(r.Violations, what)
 	}
-	r.Violations = append(r.Violations, c.checkOthersFence(w, r)...)
+	r.Violations = append(r.Violations, c.checkStream(w, r)...)
 	for _, list := range w.commits {
 		r.Commits += len(list)
 	}
@@ -101,7 +101,7 @@ func (r *Report) Summary() string {
 	if n := r.Count[other]; n > 0 {
 		fmt.Fprintf(&b, "%d other violations (see above)\n", n)
 	}
-	fmt.Fprintf(&b, "%d commits read from the idempotency table's stream, each held to the lease the record named\n", r.Commits)
+	fmt.Fprintf(&b, "%d writes that left a record completed, read from the idempotency table's stream, each held to the lease the record named\n", r.Commits)
 	fmt.Fprintf(&b, "campaign time %v\n", r.Elapsed.Round(time.Second))
 	fmt.Fprintf(&b, "%d operations, %d double effects, %d orphans, %d mismatched replays, %d commits without the lease, seed %d\n",
 		r.Ops, r.Count[doubleEffect], r.Count[orphan], r.Count[mismatch], r.Count[unfenced], r.Seed)

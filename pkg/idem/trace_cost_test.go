@@ -171,7 +171,7 @@ func tracingOnTheEngine(t *testing.T, report *strings.Builder, rounds int) {
 	if got := len(exp.GetSpans()); got != rounds*n {
 		t.Fatalf("%d spans exported, want %d", got, rounds*n)
 	}
-	fmt.Fprintf(report, "\nOn DynamoDB Local %s, Do's first request (a claim and a commit with one business write), %d requests per side in %d rounds, request by request:\n\n", dynamoLocalVersion, n, rounds)
+	fmt.Fprintf(report, "\nOn DynamoDB Local %s, Do's first request (a claim and a commit with one business write), %d requests per side (%d in each of %d rounds), request by request:\n\n", dynamoLocalVersion, n*rounds, n, rounds)
 	fmt.Fprintln(report, "| case | untraced ms per request (median) | traced ms per request (median) | traced over untraced, paired by request: median |")
 	fmt.Fprintln(report, "|---|---|---|---|")
 	fmt.Fprintf(report, "| Do: first request | %.2f | %.2f | %.2f |\n", float64(measure.Median(plainNs))/1e6, float64(measure.Median(tracedNs))/1e6, measure.PairedRatio(tracedNs, plainNs))
