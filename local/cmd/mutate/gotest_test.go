@@ -112,3 +112,14 @@ func TestTheTableSaysWhatEachMutantCameTo(t *testing.T) {
 		t.Fatalf("wrong() = %q, want the scope mutant alone", wrong)
 	}
 }
+
+// A mutant the list argues equivalent and a test kills fails the run: the
+// argument is wrong, and a reader of the list would believe it.
+func TestAKilledEquivalentMutantFailsTheRun(t *testing.T) {
+	p := protocolRun{outcomes: []outcome{
+		{m: mutant{name: "token", guarantee: "once", equivalent: "the SDK sets one"}, v: verdict{pkg: "pkg/idem", test: "TestToken"}},
+	}}
+	if wrong := p.wrong(); len(wrong) != 1 || !strings.Contains(wrong[0], "pkg/idem TestToken killed it") {
+		t.Fatalf("wrong() = %q, want the killed equivalent named with its test", wrong)
+	}
+}

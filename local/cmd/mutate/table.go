@@ -120,7 +120,8 @@ func (p *protocolRun) closing() string {
 }
 
 // wrong are the outcomes that fail the run: a mutant that lived with no
-// argument that it is equivalent, and every entry the run found wrong.
+// argument that it is equivalent, one argued equivalent that a test
+// killed (the argument is wrong), and every entry the run found wrong.
 func (p *protocolRun) wrong() []string {
 	var out []string
 	for _, o := range p.outcomes {
@@ -129,6 +130,8 @@ func (p *protocolRun) wrong() []string {
 			out = append(out, o.m.name+": "+o.broken())
 		case r == resultLived && o.m.equivalent == "":
 			out = append(out, fmt.Sprintf("%s lived, and the list argues no equivalence: unguarded: %s", o.m.name, o.m.guarantee))
+		case r == resultKilled && o.m.equivalent != "":
+			out = append(out, fmt.Sprintf("%s is argued equivalent, and %s killed it: the argument is wrong", o.m.name, o.v.kill()))
 		}
 	}
 	return out
