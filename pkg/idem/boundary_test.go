@@ -45,18 +45,7 @@ func TestALeaseLivesUntilItsLastMillisecond(t *testing.T) {
 	f.Clock.Advance(time.Millisecond - time.Duration(f.Clock.Now().UnixNano())%time.Millisecond) // a whole millisecond
 	ctx := context.Background()
 	r := req("alice", "k1", `{}`)
-	claimed, release, holder := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	let := sync.OnceFunc(func() { close(release) })
-	t.Cleanup(let) // a failure below must not leave the holder blocked
-	go func() {
-		_, err := f.Store.Do(ctx, r, func(context.Context, *idem.Tx) (idem.Response, error) {
-			close(claimed)
-			<-release
-			return idem.Response{StatusCode: 201}, nil
-		})
-		holder <- err
-	}()
-	<-claimed
+	let := hold(t, f, r)
 	var runs atomic.Int32
 	f.Clock.Advance(30*time.Second - time.Millisecond) // lease_until's last millisecond but one
 	if _, err := f.Store.Do(ctx, r, f.createOrder("alice", "o1", &runs)); !errors.Is(err, idem.ErrInProgress) || runs.Load() != 0 {
@@ -66,8 +55,30 @@ func TestALeaseLivesUntilItsLastMillisecond(t *testing.T) {
 	if res, err := f.Store.Do(ctx, r, f.createOrder("alice", "o1", &runs)); err != nil || res.Replayed || runs.Load() != 1 {
 		t.Fatalf("at lease_until: %+v, %v after %d runs; want the retry to take over", res, err, runs.Load())
 	}
-	let()
-	if err := <-holder; !errors.Is(err, idem.ErrLeaseLost) {
+	if err := let(); !errors.Is(err, idem.ErrLeaseLost) {
 		t.Fatalf("the holder past its lease: %v, want ErrLeaseLost", err)
+	}
+}
+
+// hold claims r's key for a holder whose work waits until it is let go,
+// and returns what lets it go and then answers the holder's error. A test
+// that fails before letting it go lets it go as it ends.
+func hold(t *testing.T, f *fixture, r idem.Request) (let func() error) {
+	t.Helper()
+	claimed, release, holder := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	free := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(free)
+	go func() {
+		_, err := f.Store.Do(context.Background(), r, func(context.Context, *idem.Tx) (idem.Response, error) {
+			close(claimed)
+			<-release
+			return idem.Response{StatusCode: 201}, nil
+		})
+		holder <- err
+	}()
+	<-claimed
+	return func() error {
+		free()
+		return <-holder
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -74,18 +73,7 @@ func TestRetryAfterIsTheLeaseLeftRoundedUp(t *testing.T) {
 	f.Clock.Advance(time.Second - time.Duration(f.Clock.Now().UnixNano())%time.Second) // a whole second: lease_until is too
 	ctx := context.Background()
 	r := req("alice", "k1", `{}`)
-	claimed, release, holder := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	let := sync.OnceFunc(func() { close(release) })
-	t.Cleanup(let)
-	go func() {
-		_, err := f.Store.Do(ctx, r, func(context.Context, *idem.Tx) (idem.Response, error) {
-			close(claimed)
-			<-release
-			return idem.Response{StatusCode: 201}, nil
-		})
-		holder <- err
-	}()
-	<-claimed
+	let := hold(t, f, r)
 	for _, c := range []struct {
 		after, want time.Duration
 	}{{0, 30 * time.Second}, {10500 * time.Millisecond, 20 * time.Second}, {9500 * time.Millisecond, 10 * time.Second}} {
@@ -96,8 +84,7 @@ func TestRetryAfterIsTheLeaseLeftRoundedUp(t *testing.T) {
 			t.Errorf("%v after the claim: %v, want Retry-After %v", c.after, err, c.want)
 		}
 	}
-	let()
-	if err := <-holder; err != nil {
+	if err := let(); err != nil {
 		t.Fatalf("the holder: %v", err)
 	}
 }
