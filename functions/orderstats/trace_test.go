@@ -10,7 +10,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
@@ -54,8 +53,7 @@ func streamedOrder(t *testing.T, ctx context.Context, raw *dynamodb.Client, scop
 func firstRecord(t *testing.T, arn string) string {
 	t.Helper()
 	ctx := context.Background()
-	streams := dynamodbstreams.New(dynamodbstreams.Options{Region: "us-east-1", BaseEndpoint: aws.String(os.Getenv(dynamo.EndpointEnv)),
-		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")}) // the engine's tables are its access key's
+	streams := dynamo.NewStreamsClient(os.Getenv(dynamo.EndpointEnv))
 	desc, err := streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arn)})
 	if err != nil || len(desc.StreamDescription.Shards) == 0 {
 		t.Fatalf("describe the stream: %v %v", desc, err)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
@@ -86,8 +85,7 @@ func (c *Campaign) streamRecords(ctx context.Context) (string, error) {
 // readCommits reads the stream whole and returns every commit by record
 // (its pk).
 func (c *Campaign) readCommits(ctx context.Context) (map[string][]commit, error) {
-	streams := dynamodbstreams.New(dynamodbstreams.Options{Region: dynamo.Region, BaseEndpoint: aws.String(c.stack.Endpoint),
-		Credentials: credentials.NewStaticCredentialsProvider(dynamo.AccessKey, dynamo.SecretKey, "")})
+	streams := dynamo.NewStreamsClient(c.stack.Endpoint)
 	commits := map[string][]commit{}
 	in := &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(c.stream)}
 	for {
@@ -169,7 +167,7 @@ func num(img map[string]streamtypes.AttributeValue, name string) string {
 // checkFence holds every commit of op's record to its lease: each was made
 // by the lease the record named when it landed.
 func checkFence(op *operation, w *world) []violation {
-	pk := recordKey(op)["pk"].(*types.AttributeValueMemberS).Value
+	pk := opPK(op)
 	var v []violation
 	for _, cm := range w.commits[pk] {
 		if !cm.fenced() {
@@ -200,7 +198,7 @@ func (c *Campaign) checkStream(w *world, r *Report) []string {
 func (c *Campaign) checkOthersFence(w *world, r *Report) []string {
 	ours := map[string]bool{}
 	for _, op := range c.ops {
-		ours[recordKey(op)["pk"].(*types.AttributeValueMemberS).Value] = true
+		ours[opPK(op)] = true
 	}
 	var out []string
 	for pk, list := range w.commits {
@@ -212,4 +210,9 @@ func (c *Campaign) checkOthersFence(w *world, r *Report) []string {
 		}
 	}
 	return out
+}
+
+// opPK is op's record's partition key, as recordKey writes it.
+func opPK(op *operation) string {
+	return recordKey(op)["pk"].(*types.AttributeValueMemberS).Value
 }

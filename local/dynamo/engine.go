@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
 	"github.com/idemkeys/idem/local/proc"
 	"github.com/idemkeys/idem/local/template"
@@ -205,4 +206,15 @@ func NewClient(endpoint string, optFns ...func(*dynamodb.Options)) *dynamodb.Cli
 		BaseEndpoint: aws.String(endpoint),
 		Credentials:  credentials.NewStaticCredentialsProvider(AccessKey, SecretKey, ""),
 	}, optFns...)
+}
+
+// NewStreamsClient returns a DynamoDB Streams client for the engine at
+// endpoint, with NewClient's Region and credentials: the engine keeps a
+// table's stream under the access key that made the table.
+func NewStreamsClient(endpoint string) *dynamodbstreams.Client {
+	return dynamodbstreams.New(dynamodbstreams.Options{
+		Region:       Region,
+		BaseEndpoint: aws.String(endpoint),
+		Credentials:  credentials.NewStaticCredentialsProvider(AccessKey, SecretKey, ""),
+	})
 }
