@@ -2,6 +2,7 @@ package main
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -121,5 +122,34 @@ func TestAKilledEquivalentMutantFailsTheRun(t *testing.T) {
 	}}
 	if wrong := p.wrong(); len(wrong) != 1 || !strings.Contains(wrong[0], "pkg/idem TestToken killed it") {
 		t.Fatalf("wrong() = %q, want the killed equivalent named with its test", wrong)
+	}
+}
+
+// A kill that its test does not make again, run alone on the mutant, fails
+// the run and counts as no kill: a test that fails now and then would
+// otherwise hold a guarantee up by chance.
+func TestAKillNotMadeAgainIsNoKill(t *testing.T) {
+	p := protocolRun{outcomes: []outcome{
+		{m: mutant{name: "fence", guarantee: "fenced"}, v: verdict{pkg: "pkg/idem", test: "TestFence"}, unrepeated: true},
+	}}
+	if o := p.outcomes[0]; o.result() != resultBroken {
+		t.Fatalf("result() = %s, want %s", o.result(), resultBroken)
+	}
+	if wrong := p.wrong(); len(wrong) != 1 || !strings.Contains(wrong[0], "passed when run again alone on the mutant") {
+		t.Fatalf("wrong() = %q, want the kill named as not made again", wrong)
+	}
+	if !strings.Contains(p.closing(), "0 killed") {
+		t.Fatalf("closing() = %q, want no kill counted", p.closing())
+	}
+}
+
+// killerArgs runs what killed a mutant, its top-level test alone, as many
+// times as asked: the last -count is the one go test keeps.
+func TestKillerArgsRunTheKillingTestAlone(t *testing.T) {
+	p := protocolRun{testArgs: []string{"-timeout", "15m0s"}}
+	got := p.killerArgs(verdict{pkg: "pkg/idem", test: "TestFence/sub"}, controlRuns)
+	want := []string{"-timeout", "15m0s", "-count=3", "-run", "^(TestFence)$"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("killerArgs = %q, want %q", got, want)
 	}
 }

@@ -11,24 +11,36 @@ import (
 // equivalents are go-gremlins' mutants of the protocol files argued to
 // change nothing a test could see, one per entry of the equivalents file:
 //
-//	file | mutator | the source line, trimmed | why it cannot be killed
+//	file | mutator | the source line, trimmed, its operator marked | why it cannot be killed
 //
 // Lines that are empty or start with # are comments. An entry names the
 // line's text, not its number, so that an edit elsewhere in the file does
 // not unhook it, and an edit of the line itself does: the mutant is then
-// reported again, to be argued again.
-type equivalents map[string]string
+// reported again, to be argued again. The line's operator that the mutant
+// changes is marked, ⟦<=⟧, as the report prints it: an entry argues one
+// mutant, never each of its line's operators that one mutator changes.
+type equivalents struct {
+	file    string
+	entries []*equivalent
+}
 
-func readEquivalents(name string) (equivalents, error) {
+type equivalent struct {
+	line               int // in the equivalents file
+	file, kind, source string
+	reason             string
+	matched            []string // the mutants it was read for, where each is
+}
+
+func readEquivalents(name string) (*equivalents, error) {
+	eq := &equivalents{file: name}
 	f, err := os.Open(name)
 	if errors.Is(err, os.ErrNotExist) {
-		return equivalents{}, nil
+		return eq, nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = f.Close() }() // read only
-	eq := equivalents{}
 	s := bufio.NewScanner(f)
 	for n := 1; s.Scan(); n++ {
 		line := strings.TrimSpace(s.Text())
@@ -39,11 +51,43 @@ func readEquivalents(name string) (equivalents, error) {
 		if len(parts) != 4 || parts[3] == "" {
 			return nil, fmt.Errorf("%s:%d: want file | mutator | source line | reason, got %q", name, n, line)
 		}
-		eq[parts[0]+"\x00"+parts[1]+"\x00"+parts[2]] = parts[3]
+		if strings.Count(parts[2], "⟦") != 1 || strings.Count(parts[2], "⟧") != 1 {
+			return nil, fmt.Errorf("%s:%d: mark the operator the mutant changes, as the report prints it (if d ⟦<=⟧ 0 {), in %q", name, n, parts[2])
+		}
+		eq.entries = append(eq.entries, &equivalent{line: n, file: parts[0], kind: parts[1], source: parts[2], reason: parts[3]})
 	}
 	return eq, s.Err()
 }
 
-func (eq equivalents) reason(file, kind, source string) string {
-	return eq[file+"\x00"+kind+"\x00"+source]
+// argue finds the entry for a mutant of file, of kind, at source (its
+// line, marked), and notes that where read it.
+func (eq *equivalents) argue(file, kind, source, where string) *equivalent {
+	for _, e := range eq.entries {
+		if e.file == file && e.kind == kind && e.source == source {
+			e.matched = append(e.matched, where)
+			return e
+		}
+	}
+	return nil
+}
+
+// faults are the entries that argue nothing as they should, among those
+// of the files mutated: one that no living mutant matched (its mutant is
+// killed now, or its line changed), and one that matched more than one
+// (identical lines: an entry argues one mutant, so none of them is
+// argued).
+func (eq *equivalents) faults(mutated map[string]bool) []string {
+	var out []string
+	for _, e := range eq.entries {
+		switch {
+		case !mutated[e.file]:
+		case len(e.matched) == 0:
+			out = append(out, fmt.Sprintf("%s:%d argues a mutant that did not live (killed now, or its line changed): %s %s: %s",
+				eq.file, e.line, e.file, e.kind, e.source))
+		case len(e.matched) > 1:
+			out = append(out, fmt.Sprintf("%s:%d matches %d mutants (%s), and an entry argues one: make the lines differ",
+				eq.file, e.line, len(e.matched), strings.Join(e.matched, ", ")))
+		}
+	}
+	return out
 }

@@ -1,28 +1,34 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"path"
 	"slices"
 	"strings"
 	"time"
 )
 
-// result is go-gremlins' JSON report (-o) of one target.
+// result is go-gremlins' JSON report (-o) of one target, with the lines
+// of each file it mutated, as the copy had them.
 type result struct {
 	target  target
 	Elapsed float64 `json:"elapsed_time"`
 	Files   []struct {
-		Name      string `json:"file_name"`
-		Mutations []struct {
-			Type   string `json:"type"`
-			Status string `json:"status"`
-			Line   int    `json:"line"`
-			Column int    `json:"column"`
-		} `json:"mutations"`
+		Name      string      `json:"file_name"`
+		Mutations []*mutation `json:"mutations"`
+		lines     []string
 	} `json:"files"`
+}
+
+// mutation is one of go-gremlins' mutants.
+type mutation struct {
+	Type   string `json:"type"`
+	Status string `json:"status"`
+	Line   int    `json:"line"`
+	Column int    `json:"column"`
+	// again is what the runner's own test run of the mutant came to, for
+	// one of a protocol file that timed out: Status is then that run's.
+	again string
 }
 
 // protocolFiles are pkg/idem's files that hold the protocol: every mutant
@@ -62,78 +68,95 @@ func percent(n, of int) float64 {
 	return 100 * float64(n) / float64(of)
 }
 
-// lived is a mutant the tests did not kill, with the source line it changed.
+// lived is a mutant the tests did not kill, with the source line it
+// changed, its operator marked.
 type lived struct {
 	where, kind, source string
 	protocol            bool
-	reason              string // its equivalents entry, when one argues it
+	again               string      // the runner's run of it, when go-gremlins' timed out
+	argued              *equivalent // the entry that argues it, if one does
+}
+
+// reason is its entry's argument, or "" when none argues it alone.
+func (l lived) reason() string {
+	if l.argued == nil || len(l.argued.matched) != 1 {
+		return ""
+	}
+	return l.argued.reason
 }
 
 type report struct {
 	packages map[string]*counts
 	lived    []lived
+	retested []lived // the protocol files' timed-out mutants, tested again
+	faults   []string
 	elapsed  time.Duration
 }
 
-func newReport(results []result, eq equivalents, elapsed time.Duration) report {
+func newReport(results []result, eq *equivalents, elapsed time.Duration) report {
 	r := report{packages: map[string]*counts{}, elapsed: elapsed}
+	mutated := map[string]bool{}
 	for _, res := range results {
 		for _, f := range res.Files {
 			file := path.Join(res.target.dir, f.Name)
+			mutated[file] = true
 			pkg := path.Dir(file)
 			if r.packages[pkg] == nil {
 				r.packages[pkg] = &counts{}
 			}
 			for _, m := range f.Mutations {
 				r.packages[pkg].add(m.Status)
+				l := lived{where: fmt.Sprintf("%s:%d:%d", file, m.Line, m.Column), kind: m.Type,
+					source: markedLine(f.lines, m.Line, m.Column), protocol: isProtocol(file), again: m.again}
+				if m.again != "" {
+					r.retested = append(r.retested, l)
+				}
 				if m.Status != "LIVED" {
 					continue
 				}
-				l := lived{where: fmt.Sprintf("%s:%d:%d", file, m.Line, m.Column), kind: m.Type,
-					source: sourceLine(res.target, f.Name, m.Line), protocol: isProtocol(file)}
-				l.reason = eq.reason(file, m.Type, l.source)
+				l.argued = eq.argue(file, m.Type, l.source, l.where)
 				r.lived = append(r.lived, l)
 			}
 		}
 	}
+	r.faults = eq.faults(mutated)
 	return r
+}
+
+// markedLine is line n of lines, trimmed, the operator at col marked.
+func markedLine(lines []string, n, col int) string {
+	if n < 1 || n > len(lines) {
+		return ""
+	}
+	return marked(lines[n-1], col)
 }
 
 func isProtocol(file string) bool {
 	return path.Dir(file) == "pkg/idem" && slices.Contains(protocolFiles, path.Base(file))
 }
 
-// sourceLine is the line's text, trimmed, from the checkout (the copy is
-// the same tree): what an equivalents entry names, since line numbers move.
-func sourceLine(t target, name string, line int) string {
-	f, err := os.Open(path.Join(t.dir, name))
-	if err != nil {
-		return ""
-	}
-	defer func() { _ = f.Close() }() // read only
-	s := bufio.NewScanner(f)
-	for n := 1; s.Scan(); n++ {
-		if n == line {
-			return strings.TrimSpace(s.Text())
-		}
-	}
-	return ""
-}
-
-// unargued are the protocol mutants that lived with no reason written.
+// unargued are the protocol mutants that lived with no reason written
+// for each alone.
 func (r report) unargued() []string {
 	var out []string
 	for _, l := range r.lived {
-		if l.protocol && l.reason == "" {
+		if l.protocol && l.reason() == "" {
 			out = append(out, fmt.Sprintf("%s %s: %s", l.where, l.kind, l.source))
 		}
 	}
 	return out
 }
 
-func (r report) total() counts {
+func (r report) total() counts { return r.sum("") }
+
+// sum adds up the package at dir and those below it, or every package
+// when dir is "".
+func (r report) sum(dir string) counts {
 	var t counts
-	for _, c := range r.packages {
+	for p, c := range r.packages {
+		if dir != "" && p != dir && !strings.HasPrefix(p, dir+"/") {
+			continue
+		}
 		t.killed += c.killed
 		t.lived += c.lived
 		t.notCovered += c.notCovered
@@ -164,16 +187,35 @@ func (r report) markdown() string {
 	for _, p := range pkgs {
 		row(p, *r.packages[p])
 	}
+	if lib := r.sum("pkg/idem"); lib != r.total() && lib != (counts{}) {
+		row("**pkg/idem and its packages**", lib)
+	}
 	row("**all**", r.total())
 	fmt.Fprintf(&b, "\n%s.\n\nLived:\n\n", r.closing())
 	for _, l := range r.lived {
 		note := ""
-		if l.reason != "" {
-			note = " — equivalent: " + l.reason
-		} else if l.protocol {
+		switch {
+		case l.reason() != "":
+			note = " — equivalent: " + l.reason()
+		case l.protocol:
 			note = " — **protocol file, no reason written**"
 		}
+		if l.again != "" {
+			note += " (timed out in go-gremlins; " + l.again + ")"
+		}
 		fmt.Fprintf(&b, "- `%s` %s: `%s`%s\n", l.where, l.kind, l.source, note)
+	}
+	if len(r.retested) > 0 {
+		b.WriteString("\nTimed out in go-gremlins, in a protocol file, and tested again alone (their status above is that run's):\n\n")
+		for _, l := range r.retested {
+			fmt.Fprintf(&b, "- `%s` %s: `%s`: %s\n", l.where, l.kind, l.source, l.again)
+		}
+	}
+	if len(r.faults) > 0 {
+		b.WriteString("\nEquivalents entries that argue nothing as they should:\n\n")
+		for _, f := range r.faults {
+			fmt.Fprintf(&b, "- %s\n", f)
+		}
 	}
 	return b.String()
 }

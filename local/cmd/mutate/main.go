@@ -12,19 +12,24 @@
 // fails; the first test that failed, and when, go to a table
 // (bin/mutate/protocol.md). A mutant that lives fails the run unless the
 // list argues it equivalent; so does an entry whose text is not found
-// exactly once, a mutant that does not compile, and a kill by a test
-// that fails without the mutant as well. The engine is emptied before
+// exactly once, a mutant that does not compile, a kill that its test does
+// not make again when run alone on the mutant, and one by a test that
+// fails without the mutant in one of three runs. The engine is emptied before
 // each package's run, as a package's own engine would be.
 //
 // gremlins runs go-gremlins (pinned in tools/go.mod) over the library's
 // packages, each mutant's tests the go test -failfast of its own package,
 // with -short and without the examples (GOFLAGS), so that the figure is a
-// lower bound; then a table
-// per package (bin/mutate/gremlins.md): killed, lived, not covered, timed
-// out, not viable, the efficacy (killed over killed plus lived) and the
-// mutant coverage (killed plus lived over all mutants), and every mutant
-// that lived. It fails when one of a protocol file lived that the
-// equivalents file does not argue (local/mutate/gremlins-equivalent.txt).
+// lower bound, three mutants at once; then a table per package
+// (bin/mutate/gremlins.md): killed, lived, not covered, timed out, not
+// viable, the efficacy (killed over killed plus lived) and the mutant
+// coverage (killed plus lived over all mutants), and every mutant that
+// lived, its operator marked. A protocol file's mutant that timed out is
+// tested again by the runner alone, with go test's own timeout, and
+// counts as killed if that run fails, lived if it passes. The run fails
+// when one of a protocol file lived that no entry of the equivalents file
+// (local/mutate/gremlins-equivalent.txt) argues alone, and on an entry
+// that argues no living mutant or more than one.
 package main
 
 import (

@@ -17,7 +17,8 @@ import (
 // those args name), one after another on one scratch copy, against one
 // engine; 0 when each was killed or argued equivalent, 1 when one that is
 // not lived or the runner failed (an entry whose text is not found exactly
-// once, a mutant that does not compile, a kill by a test that fails
+// once, a mutant that does not compile, a kill that its test does not
+// make again when run alone on the mutant, or one by a test that fails
 // without the mutant too), 2 for bad flags.
 func runProtocol(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("protocol", flag.ContinueOnError)
@@ -89,6 +90,9 @@ type outcome struct {
 	v        verdict
 	ran      time.Duration // its tests' time in all
 	spurious string        // the killing test's failure without the mutant
+	// unrepeated is a kill that its test did not make again, run alone on
+	// the mutant: a test that fails by chance, not a kill.
+	unrepeated bool
 }
 
 // run checks every entry against the copy first, so that an entry whose
@@ -137,6 +141,14 @@ func (p *protocolRun) one(ctx context.Context, s *scratch, m mutant) (o outcome,
 	if err != nil || !o.v.failed() || o.v.build != "" {
 		return o, err
 	}
+	again, err := goTest(ctx, s, "./"+o.v.pkg, p.killerArgs(o.v, 1), time.Now())
+	if err != nil {
+		return o, err
+	}
+	if !again.failed() {
+		o.unrepeated = true
+		return o, nil
+	}
 	if err := restore(); err != nil {
 		return o, err
 	}
@@ -144,20 +156,15 @@ func (p *protocolRun) one(ctx context.Context, s *scratch, m mutant) (o outcome,
 	return o, err
 }
 
-// confirm runs what killed a mutant (the test, or the tests that ran when
-// the package failed outside one, or else the whole package) on the copy
-// without it: what fails there too killed nothing. It returns that
-// failure.
+// controlRuns is how many times a kill's test runs on the copy without its
+// mutant, where each run must pass: a test that fails now and then would
+// otherwise be credited with a kill it made by chance.
+const controlRuns = 3
+
+// confirm runs what killed a mutant on the copy without it, controlRuns
+// times: what fails there too killed nothing. It returns that failure.
 func (p *protocolRun) confirm(ctx context.Context, s *scratch, v verdict) (string, error) {
-	names := v.running
-	if v.test != "" {
-		names = []string{v.test}
-	}
-	args := slices.Clone(p.testArgs)
-	if len(names) > 0 {
-		args = append(args, "-run", runPattern(names))
-	}
-	again, err := goTest(ctx, s, "./"+v.pkg, args, time.Now())
+	again, err := goTest(ctx, s, "./"+v.pkg, p.killerArgs(v, controlRuns), time.Now())
 	switch {
 	case err != nil || !again.failed():
 		return "", err
@@ -165,6 +172,21 @@ func (p *protocolRun) confirm(ctx context.Context, s *scratch, v verdict) (strin
 		return again.build, nil
 	}
 	return again.kill() + "\n" + again.output, nil
+}
+
+// killerArgs are go test's flags for what killed a mutant (the test, or
+// the tests that ran when the package failed outside one, or else the
+// whole package), count times.
+func (p *protocolRun) killerArgs(v verdict, count int) []string {
+	names := v.running
+	if v.test != "" {
+		names = []string{v.test}
+	}
+	args := append(slices.Clone(p.testArgs), fmt.Sprintf("-count=%d", count)) // after goTest's -count=1: the last one counts
+	if len(names) > 0 {
+		args = append(args, "-run", runPattern(names))
+	}
+	return args
 }
 
 // runPattern is go test's -run for the tests named, by their top level.

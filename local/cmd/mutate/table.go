@@ -16,7 +16,7 @@ const (
 // result names what the mutant came to.
 func (o outcome) result() string {
 	switch {
-	case o.v.build != "" || o.spurious != "":
+	case o.v.build != "" || o.spurious != "" || o.unrepeated:
 		return resultBroken
 	case o.v.failed():
 		return resultKilled
@@ -48,10 +48,13 @@ func (o outcome) progress() string {
 
 // broken says why the run could not judge the mutant.
 func (o outcome) broken() string {
-	if o.v.build != "" {
+	switch {
+	case o.v.build != "":
 		return "did not compile, so the entry is wrong:\n" + indent(o.v.build)
+	case o.unrepeated:
+		return fmt.Sprintf("%s failed once, and passed when run again alone on the mutant: a test that fails by chance, no kill", o.v.kill())
 	}
-	return fmt.Sprintf("%s failed, but it fails without the mutant too:\n%s", o.v.kill(), indent(o.spurious))
+	return fmt.Sprintf("%s failed, but it fails without the mutant too (one of %d runs):\n%s", o.v.kill(), controlRuns, indent(o.spurious))
 }
 
 func indent(text string) string {
