@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -16,7 +17,9 @@ import (
 // came in. An ALB verifies no identity of its own for a Lambda target, so
 // Options.Scope is required (every request is 401 without it):
 // ALBOIDCIdentity behind an authenticate rule. The fingerprint takes the
-// method, the path, the query and the body.
+// method, the path, the query and the body. With multi-value headers off,
+// an answer carries one Set-Cookie: the last of Response.Cookies, or else
+// its Set-Cookie header; with them on, the header's and then Cookies.
 func ALB[B any](s Doer, parse Parse[B], h Handler[events.ALBTargetGroupRequest, B], optFns ...func(*Options[events.ALBTargetGroupRequest])) func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
 	d := newDoor(nil, optFns)
 	return func(ctx context.Context, ev events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
@@ -47,11 +50,15 @@ func toALB(r idem.Response, multiValue bool) events.ALBTargetGroupResponse {
 		return out
 	}
 	out.MultiValueHeaders = make(map[string][]string, len(r.Header)+1)
+	cookie := "Set-Cookie"
 	for k, v := range r.Header {
+		if strings.EqualFold(k, cookie) {
+			cookie = k // the handler's own spelling: its cookie and Cookies go in one list, none lost
+		}
 		out.MultiValueHeaders[k] = []string{v}
 	}
 	if len(r.Cookies) > 0 {
-		out.MultiValueHeaders["Set-Cookie"] = r.Cookies
+		out.MultiValueHeaders[cookie] = append(out.MultiValueHeaders[cookie], r.Cookies...)
 	}
 	return out
 }

@@ -271,6 +271,23 @@ func TestConsumersNeedAScope(t *testing.T) {
 	}
 }
 
+// A consumer's scope is 1 to MaxScopeLength bytes, as a verified
+// identity's is: one of exactly the limit is built, one byte more panics
+// when built.
+func TestAConsumersScopeMayBeAsLongAsTheLimit(t *testing.T) {
+	s := newFixture(t).Store
+	build := func(scope string) (err error) {
+		defer func() { err, _ = recover().(error) }()
+		idemlambda.SQS(s, func(context.Context, idemlambda.Event[events.SQSMessage], *idem.Tx) error { return nil },
+			func(o *idemlambda.ConsumerOptions[events.SQSMessage]) { o.Scope = scope })
+		return nil
+	}
+	at, over := build(strings.Repeat("s", idem.MaxScopeLength)), build(strings.Repeat("s", idem.MaxScopeLength+1))
+	if at != nil || !errors.Is(over, idem.ErrInvalidOptions) {
+		t.Fatalf("a scope of the limit: %v; one byte over: %v; want it built, then ErrInvalidOptions", at, over)
+	}
+}
+
 func TestEventBridgeEventsTakeEffectOnce(t *testing.T) {
 	f := newFixture(t)
 	handle := idemlambda.EventBridge(f.Store, func(ctx context.Context, ev idemlambda.Event[events.CloudWatchEvent], tx *idem.Tx) error {

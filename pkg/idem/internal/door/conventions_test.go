@@ -1,10 +1,12 @@
 package door_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -62,26 +64,29 @@ func TestEveryFrontDoor(t *testing.T) {
 }
 
 // TestEveryDoorNeverStoresAFinal5xx: a handler's own final 5xx, returned
-// with a nil error, is not stored on any door: it goes back as it is, the
-// lease lapses, and the retry runs the handler again.
+// with a nil error, is not stored on any door, from 500 on: it goes back
+// as it is, the lease lapses, and the retry runs the handler again.
 func TestEveryDoorNeverStoresAFinal5xx(t *testing.T) {
 	for _, d := range drivers {
 		t.Run(d.name, func(t *testing.T) {
 			f := newFixture(t)
-			var runs atomic.Int32
-			call := d.make(f.Store, func(ctx context.Context, scope, key string, body []byte) (int, string) {
-				runs.Add(1)
-				return 503, "upstream down"
-			})
-			c := doorCall{"alice", []string{"k5xx"}, `{"a":1}`}
-			for i := 1; i <= 2; i++ {
-				a := call(c)
-				if a.status != 503 || a.body != "upstream down" || a.header[idemlambda.HeaderReplayed] != "" || runs.Load() != int32(i) {
-					t.Fatalf("call %d: %d %q %v after %d runs; want the handler's 503, run again", i, a.status, a.body, a.header, runs.Load())
+			for _, status := range []int{500, 503} {
+				var runs atomic.Int32
+				call := d.make(f.Store, func(ctx context.Context, scope, key string, body []byte) (int, string) {
+					runs.Add(1)
+					return status, "upstream down"
+				})
+				key := fmt.Sprint("k", status)
+				c := doorCall{"alice", []string{key}, `{"a":1}`}
+				for i := 1; i <= 2; i++ {
+					a := call(c)
+					if a.status != status || a.body != "upstream down" || a.header[idemlambda.HeaderReplayed] != "" || runs.Load() != int32(i) {
+						t.Fatalf("call %d: %d %q %v after %d runs; want the handler's %d, run again", i, a.status, a.body, a.header, runs.Load(), status)
+					}
 				}
-			}
-			if rec := f.Record("alice", "k5xx"); testbed.Str(rec, "status") != "IN_PROGRESS" || testbed.Num(rec, "lease_until") != "0" {
-				t.Fatalf("record %v, want the key lapsed (in progress, lease_until 0)", rec)
+				if rec := f.Record("alice", key); testbed.Str(rec, "status") != "IN_PROGRESS" || testbed.Num(rec, "lease_until") != "0" {
+					t.Fatalf("%d: record %v, want the key lapsed (in progress, lease_until 0)", status, rec)
+				}
 			}
 		})
 	}
@@ -100,6 +105,9 @@ func TestEveryErrorMapsToARealStatus(t *testing.T) {
 		{"a TransientError without a status", &idemlambda.TransientError{Code: "provider_down", Err: errors.New("down")}, 503, true},
 		{"a TransientError with a 4xx", &idemlambda.TransientError{StatusCode: 404, Code: "odd", Err: errors.New("odd")}, 503, true},
 		{"a TransientError with its own 5xx", &idemlambda.TransientError{StatusCode: 502, Code: "bad_gateway", Err: errors.New("502")}, 502, true},
+		{"a TransientError with the first 5xx", &idemlambda.TransientError{StatusCode: 500, Code: "internal", Err: errors.New("500")}, 500, true},
+		{"a TransientError with the last 5xx", &idemlambda.TransientError{StatusCode: 599, Code: "odd_5xx", Err: errors.New("599")}, 599, true},
+		{"a TransientError past the 5xx", &idemlambda.TransientError{StatusCode: 600, Code: "odd", Err: errors.New("600")}, 503, true},
 		{"a business condition with no conflict answer", fmt.Errorf("wrapped: %w", idem.ErrWriteConditionFailed), 500, false},
 		{"a limit", &idem.LimitError{What: "write 0 (bytes)", Size: 500 << 10, Limit: 400 << 10, Err: idem.ErrItemTooLarge}, 500, false},
 		{"an invalid write", fmt.Errorf("%w: two actions on one item", idem.ErrInvalidWrite), 500, false},
@@ -196,5 +204,43 @@ func TestProblemBaseNamesEachCodesDocument(t *testing.T) {
 	checkProblem(t, r.StatusCode, r.Headers["Content-Type"], []byte(r.Body))
 	if r.StatusCode != http.StatusBadRequest {
 		t.Fatalf("%d, want 400", r.StatusCode)
+	}
+}
+
+// TestARefusalIsLoggedAtItsLevel: each refused request is a line of the
+// door's log; a warning with its cause only for a verified identity that
+// cannot be a scope, which turns every request of that caller away until
+// someone fixes it. A request with no identity, or one refused for its key
+// with a good identity, is an info line: the caller's mistake.
+func TestARefusalIsLoggedAtItsLevel(t *testing.T) {
+	cases := []struct {
+		name, scope string
+		header      map[string]string
+		status      int
+		level       string
+	}{
+		{"an identity that is not UTF-8", "m\xfcller", map[string]string{"idempotency-key": "k1"}, 401, "WARN"},
+		{"no identity", "", map[string]string{"idempotency-key": "k1"}, 401, "INFO"},
+		{"a key that is no key", "alice", map[string]string{"idempotency-key": "k\x01"}, 400, "INFO"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var log bytes.Buffer
+			h := idemlambda.HTTPAPI(newFake(), rawBody, respond[events.APIGatewayV2HTTPRequest](func(context.Context, string, string, []byte) (int, string) { return 201, "made" }),
+				func(o *idemlambda.Options[events.APIGatewayV2HTTPRequest]) {
+					o.Logger = slog.New(slog.NewJSONHandler(&log, nil))
+				})
+			r, _ := h(context.Background(), apiRequest(tc.scope, tc.header, `{}`))
+			var line struct {
+				Level, Msg, Cause string
+				Status            int
+			}
+			if err := json.Unmarshal(log.Bytes(), &line); err != nil {
+				t.Fatalf("log %q: %v, want one JSON line", log.String(), err)
+			}
+			if r.StatusCode != tc.status || line.Level != tc.level || line.Status != tc.status || (line.Cause != "") != (tc.level == "WARN") {
+				t.Fatalf("%d, logged %+v; want %d logged at %s, a cause with a warning alone", r.StatusCode, line, tc.status, tc.level)
+			}
+		})
 	}
 }
