@@ -1,0 +1,111 @@
+package idem_test
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkeys/idem/pkg/idem"
+)
+
+// TestKeylessCommitAnswersTheWriteThatFailed holds Store.Commit's go doc
+// for a write whose condition fails: with a ConflictFunc, that write's
+// function answers, seeing the item that stood in the way, and nothing is
+// written; a 5xx it returns is an error that carries it (as on Do's path:
+// a 5xx is no answer); without one, the error is ErrWriteConditionFailed,
+// naming the write. The failing write is the second of three, so that a
+// reason read from the wrong write, or the first write's function asked,
+// shows; and the first, whose index 0 is a write's too.
+func TestKeylessCommitAnswersTheWriteThatFailed(t *testing.T) {
+	cases := []struct {
+		name    string
+		failing int // the write whose item stands already
+		answer  int // its ConflictFunc's status; 0: no ConflictFunc
+		check   func(*idem.Response, error) string
+	}{
+		{"a 409 from its ConflictFunc", 1, 409, func(r *idem.Response, err error) string {
+			if err != nil || r == nil || r.StatusCode != 409 || string(r.Body) != "held by existing" {
+				return "want the ConflictFunc's 409, built from the item in the way"
+			}
+			return ""
+		}},
+		{"a 499, the last status stored", 1, 499, func(r *idem.Response, err error) string {
+			if err != nil || r == nil || r.StatusCode != 499 {
+				return "want the ConflictFunc's 499 as an answer"
+			}
+			return ""
+		}},
+		{"a 500 from its ConflictFunc", 1, 500, func(r *idem.Response, err error) string {
+			var unstored interface{ Response() idem.Response }
+			if r != nil || !errors.As(err, &unstored) || unstored.Response().StatusCode != 500 {
+				return "want no answer, an error that carries the 500"
+			}
+			return ""
+		}},
+		{"no ConflictFunc", 1, 0, func(r *idem.Response, err error) string {
+			if r != nil || !errors.Is(err, idem.ErrWriteConditionFailed) || !strings.HasSuffix(err.Error(), "write 1") {
+				return "want ErrWriteConditionFailed for write 1"
+			}
+			return ""
+		}},
+		{"no ConflictFunc, the first write", 0, 0, func(r *idem.Response, err error) string {
+			if r != nil || !errors.Is(err, idem.ErrWriteConditionFailed) || !strings.HasSuffix(err.Error(), "write 0") {
+				return "want ErrWriteConditionFailed for write 0"
+			}
+			return ""
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			ids := []string{"o1", "o2", "o3"}
+			var prior idem.Tx
+			prior.Add(f.OrderPut("alice", ids[tc.failing], "existing"), nil)
+			if _, err := f.Store.Commit(context.Background(), &prior); err != nil {
+				t.Fatal(err)
+			}
+			asked := map[string]int{}
+			conflict := func(name string, status int) idem.ConflictFunc {
+				return func(old map[string]types.AttributeValue) (idem.Response, error) {
+					asked[name]++
+					note, _ := old["note"].(*types.AttributeValueMemberS)
+					if note == nil {
+						return idem.Response{}, errors.New("no item in the way")
+					}
+					return idem.Response{StatusCode: status, Body: []byte("held by " + note.Value)}, nil
+				}
+			}
+			var tx idem.Tx
+			for i, id := range ids {
+				switch {
+				case i != tc.failing:
+					tx.Add(f.OrderPut("alice", id, "new"), conflict(id, 409))
+				case tc.answer != 0:
+					tx.Add(f.OrderPut("alice", id, "new"), conflict(id, tc.answer))
+				default:
+					tx.Add(f.OrderPut("alice", id, "new"), nil)
+				}
+			}
+			r, err := f.Store.Commit(context.Background(), &tx)
+			if why := tc.check(r, err); why != "" {
+				t.Fatalf("Commit = %+v, %v: %s", r, err, why)
+			}
+			want := map[string]int{}
+			if tc.answer != 0 {
+				want[ids[tc.failing]] = 1
+			}
+			if !maps.Equal(asked, want) {
+				t.Fatalf("ConflictFuncs asked %v, want %v", asked, want)
+			}
+			for i, id := range ids {
+				if o := f.Order("alice", id); i != tc.failing && o != nil {
+					t.Fatalf("%s, a write of the cancelled transaction, landed", id)
+				}
+			}
+		})
+	}
+}
