@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -146,6 +148,8 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 		{"seconds on a 503", after("3", answer(503, "provider_busy")), 3 * time.Second},
 		{"seconds on a 409 in progress", after("2", problem(409, CodeInProgress)), 2 * time.Second},
 		{"seconds on a 429", after("4", answer(429, "rate_limited")), 4 * time.Second},
+		// 500 is the first of the retried 5xx: its Retry-After counts as a 503's does.
+		{"seconds on a 500", after("5", answer(500, "internal_error")), 5 * time.Second},
 		{"an HTTP-date", after(now.Add(7*time.Second).Format(http.TimeFormat), answer(503, "provider_busy")), 7 * time.Second},
 	}
 	for _, tc := range cases {
@@ -166,6 +170,10 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 	}
 }
 
+// longestWhole is the longest Duration that is a whole number of
+// seconds.
+const longestWhole = math.MaxInt64 / time.Second * time.Second
+
 func TestParseRetryAfter(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	cases := []struct {
@@ -177,6 +185,10 @@ func TestParseRetryAfter(t *testing.T) {
 		{"5", 5 * time.Second, true},
 		{" 120 ", 2 * time.Minute, true},
 		{"99999999999999999999", 1<<63 - 1, true},
+		// The most whole seconds a Duration holds are read as they are; one
+		// more is past what a Duration holds, and reads as the longest one.
+		{strconv.FormatInt(int64(longestWhole/time.Second), 10), longestWhole, true},
+		{strconv.FormatInt(int64(longestWhole/time.Second)+1, 10), 1<<63 - 1, true},
 		{"Sun, 01 Mar 2026 12:00:09 GMT", 9 * time.Second, true},  // IMF-fixdate
 		{"Sunday, 01-Mar-26 12:00:09 GMT", 9 * time.Second, true}, // RFC 850
 		{"Sun Mar  1 12:00:09 2026", 9 * time.Second, true},       // asctime
