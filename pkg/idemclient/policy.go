@@ -93,11 +93,13 @@ func followable(req *http.Request, resp *http.Response) bool {
 // backoff is the wait after attempt n (from 1) when the server names none:
 // capped exponential, min(hi, lo·2ⁿ⁻¹), with "equal jitter": half of it
 // fixed and the other half scaled by u in [0, 1), so it is never over hi
-// and never under half the exponential step.
+// and never under half the exponential step. lo is positive (NewTransport
+// sees to it): lo·2ⁿ⁻¹ overflowed exactly when shifting it back does not
+// give lo, a shift of 64 or more included (Go makes it 0).
 func backoff(n int, lo, hi time.Duration, u float64) time.Duration {
 	step := hi
-	if shift := n - 1; shift >= 0 && shift < 62 {
-		if s := lo << shift; s > 0 && s>>shift == lo && s < hi {
+	if shift := n - 1; shift >= 0 {
+		if s := lo << shift; s>>shift == lo && s < hi {
 			step = s
 		}
 	}

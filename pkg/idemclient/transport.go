@@ -28,8 +28,8 @@ const (
 	CodeKeyReused = "idempotency_key_reused"
 )
 
-// Options configure a Transport or a Client. Zero values take the defaults
-// in brackets.
+// Options configure a Transport or a Client. A field that is zero (or
+// below it) once the options have run takes the default in brackets.
 type Options struct {
 	// Base sends each attempt [http.DefaultTransport]. Whether an attempt
 	// without an answer may have acted is read from the net/http/httptrace
@@ -87,17 +87,43 @@ type Transport struct {
 
 // NewTransport returns a Transport with the options set by optFns.
 func NewTransport(optFns ...func(*Options)) *Transport {
-	o := Options{
+	o := defaults()
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	d := defaults()
+	if o.Base == nil {
+		o.Base = d.Base
+	}
+	if len(o.Methods) == 0 {
+		o.Methods = d.Methods
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = d.MaxAttempts
+	}
+	if o.MinBackoff <= 0 {
+		o.MinBackoff = d.MinBackoff
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = d.MaxBackoff
+	}
+	o.MaxBackoff = max(o.MaxBackoff, o.MinBackoff)
+	if o.MaxRetryAfter <= 0 {
+		o.MaxRetryAfter = d.MaxRetryAfter
+	}
+	if o.NewKey == nil {
+		o.NewKey = d.NewKey
+	}
+	return &Transport{o: o, now: time.Now, sleep: sleep}
+}
+
+// defaults are the Options' bracketed defaults.
+func defaults() Options {
+	return Options{
 		Base: http.DefaultTransport, Methods: []string{http.MethodPost, http.MethodPatch},
 		MaxAttempts: 8, MinBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second,
 		MaxRetryAfter: time.Minute, NewKey: uuid.NewString,
 	}
-	for _, fn := range optFns {
-		fn(&o)
-	}
-	o.MaxAttempts = max(o.MaxAttempts, 1)
-	o.MaxBackoff = max(o.MaxBackoff, o.MinBackoff)
-	return &Transport{o: o, now: time.Now, sleep: sleep}
 }
 
 // RoundTrip sends req until it has an answer that is not to be retried, and

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -220,6 +221,44 @@ func TestBackoffIsCappedExponentialWithJitter(t *testing.T) {
 	}
 	if d := backoff(80, time.Hour, 2*time.Hour, 0.999); d > 2*time.Hour {
 		t.Fatalf("overflowed past the cap: %v", d)
+	}
+	// At the edges of a Duration the wait is still min(hi, lo·2ⁿ⁻¹): the
+	// last step that fits (2⁶² ns, from 1 ns), and past it the cap.
+	for _, c := range []struct {
+		n    int
+		hi   time.Duration
+		step time.Duration
+	}{
+		{63, math.MaxInt64, 1 << 62},
+		{63, 1 << 62, 1 << 62},
+		{64, math.MaxInt64, math.MaxInt64},
+		{65, math.MaxInt64, math.MaxInt64},
+		{200, time.Hour, time.Hour},
+	} {
+		if got := backoff(c.n, time.Nanosecond, c.hi, 0); got != c.step/2 {
+			t.Errorf("backoff(%d, 1ns, %v) at its least = %v, want half of %v", c.n, c.hi, got, c.step)
+		}
+	}
+}
+
+// TestZeroOptionsTakeTheDefaults holds Options' go doc: a field an option
+// leaves zero, or sets below zero, takes its bracketed default, so that
+// Options{} and the defaults are one transport; a MaxBackoff under
+// MinBackoff is raised to it.
+func TestZeroOptionsTakeTheDefaults(t *testing.T) {
+	for name, fn := range map[string]func(*Options){
+		"zero":     func(o *Options) { *o = Options{} },
+		"negative": func(o *Options) { *o = Options{MaxAttempts: -1, MinBackoff: -1, MaxBackoff: -1, MaxRetryAfter: -1} },
+	} {
+		o := NewTransport(fn).o
+		d := defaults()
+		if o.Base != d.Base || !slices.Equal(o.Methods, d.Methods) || o.MaxAttempts != 8 || o.MinBackoff != 100*time.Millisecond ||
+			o.MaxBackoff != 5*time.Second || o.MaxRetryAfter != time.Minute || o.NewKey == nil || len(o.NewKey()) != 36 {
+			t.Errorf("%s: options %+v, want the defaults", name, o)
+		}
+	}
+	if o := NewTransport(func(o *Options) { o.MinBackoff, o.MaxBackoff = time.Second, time.Millisecond }).o; o.MaxBackoff != time.Second {
+		t.Errorf("MaxBackoff %v under MinBackoff 1s, want 1s", o.MaxBackoff)
 	}
 }
 
