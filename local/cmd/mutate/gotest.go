@@ -115,13 +115,16 @@ func buildOutput(builds map[string]*strings.Builder, path string) string {
 	return path + " failed to build"
 }
 
-// goTest runs pkg's tests once in the copy, on the engine emptied,
-// stopping at the first failing test (-failfast), and returns its verdict,
-// timed from start. An error is the runner's: go test failed with no test
-// or build failing (a package that does not exist, say).
+// goTest runs pkg's tests once in the copy, on the engine emptied (unless
+// the copy shares it), stopping at the first failing test (-failfast),
+// and returns its verdict, timed from start. An error is the runner's: go
+// test failed with no test or build failing (a package that does not
+// exist, say).
 func goTest(ctx context.Context, s *scratch, pkg string, args []string, start time.Time) (verdict, error) {
-	if err := s.empty(ctx); err != nil {
-		return verdict{}, err
+	if !s.shared {
+		if err := s.empty(ctx); err != nil {
+			return verdict{}, err
+		}
 	}
 	cmd := s.command(ctx, append(append([]string{"test", "-json", "-count=1", "-failfast"}, args...), pkg)...)
 	var stderr bytes.Buffer

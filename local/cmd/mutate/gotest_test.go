@@ -143,12 +143,11 @@ func TestAKillNotMadeAgainIsNoKill(t *testing.T) {
 	}
 }
 
-// killerArgs runs what killed a mutant, its top-level test alone, as many
-// times as asked: the last -count is the one go test keeps.
+// killerArgs runs what killed a mutant, its top-level test alone.
 func TestKillerArgsRunTheKillingTestAlone(t *testing.T) {
 	p := protocolRun{testArgs: []string{"-timeout", "15m0s"}}
-	got := p.killerArgs(verdict{pkg: "pkg/idem", test: "TestFence/sub"}, controlRuns)
-	want := []string{"-timeout", "15m0s", "-count=3", "-run", "^(TestFence)$"}
+	got := p.killerArgs(verdict{pkg: "pkg/idem", test: "TestFence/sub"})
+	want := []string{"-timeout", "15m0s", "-run", "^(TestFence)$"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("killerArgs = %q, want %q", got, want)
 	}

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -18,7 +19,9 @@ import (
 
 // runGremlins is the gremlins subcommand: go-gremlins over each target as
 // args say; 0 when every mutant of a protocol file was killed or argued
-// equivalent, 1 otherwise or on a failure, 2 for bad flags.
+// equivalent (those go-gremlins did not settle decided again by the
+// runner) and every entry argues one, 1 otherwise or on a failure, 2 for
+// bad flags.
 func runGremlins(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gremlins", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -45,7 +48,7 @@ func runGremlins(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return 1
 	}
 	start := time.Now()
-	c := gremlinsConfig{work: *work, coefficient: *coef, workers: *workers, again: *again, stdout: stdout, stderr: stderr}
+	c := gremlinsConfig{eq: eq, work: *work, coefficient: *coef, workers: *workers, again: *again, stdout: stdout, stderr: stderr}
 	results, err := unleashAll(ctx, c, targets)
 	if err != nil {
 		fmt.Fprintln(stderr, "mutate gremlins:", err)
@@ -141,6 +144,7 @@ func targetNames() string {
 }
 
 type gremlinsConfig struct {
+	eq          *equivalents
 	work        string
 	coefficient int
 	workers     int
@@ -150,8 +154,8 @@ type gremlinsConfig struct {
 }
 
 // unleashAll runs go-gremlins over each target in turn on one scratch copy
-// and engine, then tests again each mutant of a protocol file that timed
-// out. go-gremlins tests c.workers mutants at once, each in a copy of its
+// and engine, then tests again each mutant of a protocol file whose status
+// go-gremlins did not settle (retest). go-gremlins tests c.workers mutants at once, each in a copy of its
 // own, all on the one engine: pkg/idem's tests spend most of their time
 // waiting on it, so that four runs at once took 1.3 times as long as one
 // on the two-core machine.
@@ -167,7 +171,7 @@ func unleashAll(ctx context.Context, c gremlinsConfig, targets []target) ([]resu
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", t.name, err)
 		}
-		if err := retestTimedOut(ctx, c, s, r); err != nil {
+		if err := retest(ctx, c, s, r, c.eq); err != nil {
 			return nil, fmt.Errorf("%s: %w", t.name, err)
 		}
 		results = append(results, r)
@@ -175,35 +179,97 @@ func unleashAll(ctx context.Context, c gremlinsConfig, targets []target) ([]resu
 	return results, nil
 }
 
-// retestTimedOut tests again, alone, each mutant of a protocol file that
-// timed out in go-gremlins: a timeout there is a run that went past its
-// bound, which a hung mutant and a busy machine both make, and a mutant
-// of the protocol is killed or argued, never let off by the machine's
-// load. The runner applies it to the copy itself, runs its package's tests
-// as go-gremlins does with go test's own -timeout of c.again, and takes
-// that run's word: failed (by a test, or by the timeout's panic, as make
-// test would) is killed, passed is lived.
-func retestTimedOut(ctx context.Context, c gremlinsConfig, s *scratch, r result) error {
+// retest decides again, by the runner's own runs, each mutant of a
+// protocol file whose status go-gremlins did not settle: a protocol
+// mutant is killed by a test or argued, never let off by the machine's
+// load or the tool's blind spots. They are those that timed out (a run
+// past its bound, which a hung mutant and a busy machine both make),
+// those not covered (go-gremlins reads coverage from Go's cover profile,
+// which counts statements, so that a switch's case expressions and a
+// package-level declaration's are never covered in its eyes, whatever the
+// tests run), and those killed that an equivalents entry argues (three
+// mutants tested at once on a two-core machine can fail a test by
+// chance). The runner applies each to the copy itself, runs its package's
+// tests as go-gremlins does with go test's own -timeout of c.again, and
+// counts it killed when that run fails (by a test, or by the timeout's
+// panic, as make test would) and a second run fails too; lived otherwise.
+func retest(ctx context.Context, c gremlinsConfig, s *scratch, r result, eq *equivalents) error {
+	type job struct {
+		file string
+		m    *mutation
+	}
+	var jobs []job
 	for _, f := range r.Files {
 		file := path.Join(r.target.dir, f.Name)
 		if !isProtocol(file) {
 			continue
 		}
 		for _, m := range f.Mutations {
-			if m.Status != "TIMED OUT" {
-				continue
+			argued := m.Status == "KILLED" && eq.names(file, m.Type, markedLine(f.lines, m.Line, m.Column))
+			if m.Status == "TIMED OUT" || m.Status == "NOT COVERED" || argued {
+				jobs = append(jobs, job{file, m})
 			}
-			v, err := testMutation(ctx, c, s, file, m)
-			if err != nil {
-				return fmt.Errorf("%s:%d:%d %s, tested again: %w", file, m.Line, m.Column, m.Type, err)
-			}
-			m.Status, m.again = "LIVED", "passed alone"
-			if v.failed() {
-				m.Status, m.again = "KILLED", "failed alone: "+v.kill()
-			}
-			fmt.Fprintf(c.stdout, "• %s:%d:%d %s timed out; tested again alone, it %s\n", file, m.Line, m.Column, m.Type, m.again)
 		}
 	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	fmt.Fprintf(c.stdout, "• %d mutants of protocol files to decide again, %d at once\n", len(jobs), c.workers)
+	queue := make(chan job, len(jobs))
+	for _, j := range jobs {
+		queue <- j
+	}
+	close(queue)
+	ctx, cancel := context.WithCancel(ctx) // the first failure stops the others
+	defer cancel()
+	errs := make(chan error, c.workers)
+	for w := range c.workers {
+		go func() {
+			err := func() error {
+				copy, err := s.clone(fmt.Sprintf("retest-%d", w))
+				if err != nil {
+					return err
+				}
+				defer copy.close()
+				for j := range queue {
+					if err := decide(ctx, c, copy, j.file, j.m); err != nil {
+						return err
+					}
+				}
+				return nil
+			}()
+			if err != nil {
+				cancel()
+			}
+			errs <- err
+		}()
+	}
+	var err error
+	for range c.workers {
+		err = errors.Join(err, <-errs)
+	}
+	return err
+}
+
+// decide tests m alone in copy, twice when it fails the first time, and
+// sets its status to what that says.
+func decide(ctx context.Context, c gremlinsConfig, copy *scratch, file string, m *mutation) error {
+	was := strings.ToLower(m.Status)
+	var v verdict
+	var err error
+	for range 2 {
+		if v, err = testMutation(ctx, c, copy, file, m); err != nil || !v.failed() {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s:%d:%d %s, tested again: %w", file, m.Line, m.Column, m.Type, err)
+	}
+	m.Status, m.again = "LIVED", was+" in go-gremlins; alone, its package's tests passed"
+	if v.failed() {
+		m.Status, m.again = "KILLED", was+" in go-gremlins; alone, killed twice by "+v.kill()
+	}
+	fmt.Fprintf(c.stdout, "• %s:%d:%d %s: %s\n", file, m.Line, m.Column, m.Type, m.again)
 	return nil
 }
 
@@ -238,22 +304,29 @@ func testMutation(ctx context.Context, c gremlinsConfig, s *scratch, file string
 // lives, which makes the figure a lower bound.
 func unleash(ctx context.Context, c gremlinsConfig, s *scratch, t target) (result, error) {
 	report := filepath.Join(filepath.Dir(s.src), t.name+".json")
+	if err := os.Remove(report); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return result{}, err // a report left by an earlier run must not be read as this one's
+	}
 	args := []string{"tool", "-modfile=tools/go.mod", "gremlins", "unleash", "--workers", fmt.Sprint(c.workers),
 		"--timeout-coefficient", fmt.Sprint(c.coefficient), "-o", report}
+	args = append(args, mutatorFlags()...)
 	for _, e := range t.exclude {
 		args = append(args, "-E", e)
 	}
 	args = append(args, "./"+t.dir)
 	fmt.Fprintf(c.stdout, "• go %s\n", strings.Join(args, " "))
 	cmd := s.command(ctx, args...)
-	cmd.Env = append(cmd.Env, "GOFLAGS=-short -run=^(Test|Fuzz)")
+	cmd.Env = append(slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "GREMLINS_") }),
+		"GOFLAGS=-short -run=^(Test|Fuzz)") // go-gremlins reads its settings from GREMLINS_ variables too: the flags alone decide
 	cmd.Stdout, cmd.Stderr = c.stdout, c.stderr
 	if err := cmd.Run(); err != nil {
 		return result{}, fmt.Errorf("go-gremlins: %w", err)
 	}
 	b, err := os.ReadFile(report)
 	if err != nil {
-		return result{}, err
+		// go-gremlins exits 0 without a report when it finds no mutant,
+		// when it is stopped, and when it cannot write the file.
+		return result{}, fmt.Errorf("go-gremlins wrote no report: %w", err)
 	}
 	var r result
 	if err := json.Unmarshal(b, &r); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -29,7 +30,12 @@ type equivalent struct {
 	file, kind, source string
 	reason             string
 	matched            []string // the mutants it was read for, where each is
+	made               int      // the mutants go-gremlins made at its line and operator, whatever became of them
 }
+
+// argues says whether the entry argues the one mutant it was read for: it
+// matched one living mutant, and go-gremlins made no other like it.
+func (e *equivalent) argues() bool { return len(e.matched) == 1 && e.made <= 1 }
 
 func readEquivalents(name string) (*equivalents, error) {
 	eq := &equivalents{file: name}
@@ -71,16 +77,30 @@ func (eq *equivalents) argue(file, kind, source, where string) *equivalent {
 	return nil
 }
 
+// names says whether an entry argues a mutant of file, of kind, at source,
+// without counting it as read.
+func (eq *equivalents) names(file, kind, source string) bool {
+	return slices.ContainsFunc(eq.entries, func(e *equivalent) bool {
+		return e.file == file && e.kind == kind && e.source == source
+	})
+}
+
 // faults are the entries that argue nothing as they should, among those
-// of the files mutated: one that no living mutant matched (its mutant is
-// killed now, or its line changed), and one that matched more than one
-// (identical lines: an entry argues one mutant, so none of them is
-// argued).
-func (eq *equivalents) faults(mutated map[string]bool) []string {
+// of the files mutated: one whose mutant go-gremlins made more than once,
+// whatever became of each (identical lines: the entry could argue one
+// when its reason was written for the other), one that no living mutant
+// matched (its mutant is killed now, or its line changed), and one that
+// matched more than one. made counts the mutants made, by file, mutator
+// and marked line.
+func (eq *equivalents) faults(mutated map[string]bool, made map[string]int) []string {
 	var out []string
 	for _, e := range eq.entries {
+		e.made = made[e.file+"\x00"+e.kind+"\x00"+e.source]
 		switch {
 		case !mutated[e.file]:
+		case e.made > 1:
+			out = append(out, fmt.Sprintf("%s:%d names a mutant that go-gremlins made %d times (identical lines), and an entry argues one: make the lines differ",
+				eq.file, e.line, e.made))
 		case len(e.matched) == 0:
 			out = append(out, fmt.Sprintf("%s:%d argues a mutant that did not live (killed now, or its line changed): %s %s: %s",
 				eq.file, e.line, e.file, e.kind, e.source))

@@ -54,8 +54,10 @@ func (c *counts) add(status string) {
 	}
 }
 
-// efficacy is killed over killed plus lived, in percent; mcover is killed
-// plus lived over every mutant found, in percent (go-gremlins' own terms).
+// efficacy is killed over killed plus lived, in percent, as go-gremlins
+// counts it; mcover is killed plus lived over every mutant found, in
+// percent: go-gremlins leaves the timed-out and the not viable out of the
+// whole, which would make a run whose mutants all timed out fully covered.
 func (c counts) efficacy() float64 { return percent(c.killed, c.killed+c.lived) }
 func (c counts) mcover() float64 {
 	return percent(c.killed+c.lived, c.killed+c.lived+c.notCovered+c.timedOut+c.notViable)
@@ -79,7 +81,7 @@ type lived struct {
 
 // reason is its entry's argument, or "" when none argues it alone.
 func (l lived) reason() string {
-	if l.argued == nil || len(l.argued.matched) != 1 {
+	if l.argued == nil || !l.argued.argues() {
 		return ""
 	}
 	return l.argued.reason
@@ -95,7 +97,7 @@ type report struct {
 
 func newReport(results []result, eq *equivalents, elapsed time.Duration) report {
 	r := report{packages: map[string]*counts{}, elapsed: elapsed}
-	mutated := map[string]bool{}
+	mutated, made := map[string]bool{}, map[string]int{}
 	for _, res := range results {
 		for _, f := range res.Files {
 			file := path.Join(res.target.dir, f.Name)
@@ -108,6 +110,7 @@ func newReport(results []result, eq *equivalents, elapsed time.Duration) report 
 				r.packages[pkg].add(m.Status)
 				l := lived{where: fmt.Sprintf("%s:%d:%d", file, m.Line, m.Column), kind: m.Type,
 					source: markedLine(f.lines, m.Line, m.Column), protocol: isProtocol(file), again: m.again}
+				made[file+"\x00"+m.Type+"\x00"+l.source]++
 				if m.again != "" {
 					r.retested = append(r.retested, l)
 				}
@@ -119,7 +122,7 @@ func newReport(results []result, eq *equivalents, elapsed time.Duration) report 
 			}
 		}
 	}
-	r.faults = eq.faults(mutated)
+	r.faults = eq.faults(mutated, made)
 	return r
 }
 
@@ -206,7 +209,7 @@ func (r report) markdown() string {
 		fmt.Fprintf(&b, "- `%s` %s: `%s`%s\n", l.where, l.kind, l.source, note)
 	}
 	if len(r.retested) > 0 {
-		b.WriteString("\nTimed out in go-gremlins, in a protocol file, and tested again alone (their status above is that run's):\n\n")
+		b.WriteString("\nIn a protocol file, decided again by the runner's own runs (their status above is that run's):\n\n")
 		for _, l := range r.retested {
 			fmt.Fprintf(&b, "- `%s` %s: `%s`: %s\n", l.where, l.kind, l.source, l.again)
 		}

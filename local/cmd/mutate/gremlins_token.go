@@ -2,8 +2,22 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
+
+// mutatorFlags are go-gremlins' flags that switch on the mutators swaps
+// knows, and off every other: the runner marks and applies those alone,
+// so that neither a .gremlins.yaml nor a later default can add one.
+func mutatorFlags() []string {
+	flags := []string{"--invert-assignments=false", "--invert-bitwise=false", "--invert-bwassign=false",
+		"--invert-logical=false", "--invert-loopctrl=false", "--remove-self-assignments=false"}
+	for kind := range swaps {
+		flags = append(flags, "--"+strings.ToLower(strings.ReplaceAll(kind, "_", "-"))+"=true")
+	}
+	slices.Sort(flags)
+	return flags
+}
 
 // operators are the tokens go-gremlins' default mutators change, the
 // two-character ones first, so that a column reads "<=" and not "<".
@@ -59,6 +73,13 @@ func mutate(src string, line, col int, kind string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("%d:%d: no %s mutant of %q", line, col, kind, strings.TrimSpace(l))
 	}
-	lines[line-1] = l[:col-1] + to + l[col-1+len(op):]
+	before, after := l[:col-1], l[col-1+len(op):]
+	if strings.HasSuffix(before, "+") || strings.HasSuffix(before, "-") || strings.HasSuffix(before, "/") {
+		before += " " // gofmt writes a+-1 tight: a--1, a++1 and a//1 would be other tokens
+	}
+	if strings.HasPrefix(after, "+") || strings.HasPrefix(after, "-") || strings.HasPrefix(after, "*") || strings.HasPrefix(after, "/") {
+		after = " " + after // and a**p, made a/*p, would open a comment
+	}
+	lines[line-1] = before + to + after
 	return strings.Join(lines, ""), nil
 }

@@ -14,7 +14,7 @@
 // list argues it equivalent; so does an entry whose text is not found
 // exactly once, a mutant that does not compile, a kill that its test does
 // not make again when run alone on the mutant, and one by a test that
-// fails without the mutant in one of three runs. The engine is emptied before
+// fails without the mutant in one of three runs of its own. The engine is emptied before
 // each package's run, as a package's own engine would be.
 //
 // gremlins runs go-gremlins (pinned in tools/go.mod) over the library's
@@ -24,12 +24,15 @@
 // (bin/mutate/gremlins.md): killed, lived, not covered, timed out, not
 // viable, the efficacy (killed over killed plus lived) and the mutant
 // coverage (killed plus lived over all mutants), and every mutant that
-// lived, its operator marked. A protocol file's mutant that timed out is
-// tested again by the runner alone, with go test's own timeout, and
-// counts as killed if that run fails, lived if it passes. The run fails
-// when one of a protocol file lived that no entry of the equivalents file
+// lived, its operator marked. A protocol file's mutant whose status
+// go-gremlins did not settle (timed out, not covered in its cover
+// profile's eyes, or killed while an entry argues it) is applied by the
+// runner alone, its package's tests run with go test's own timeout, and
+// counts as killed if two runs fail, lived otherwise. The run fails when
+// one of a protocol file lived that no entry of the equivalents file
 // (local/mutate/gremlins-equivalent.txt) argues alone, and on an entry
-// that argues no living mutant or more than one.
+// that argues no living mutant, more than one, or one whose line stands
+// twice.
 package main
 
 import (

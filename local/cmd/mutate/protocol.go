@@ -141,7 +141,7 @@ func (p *protocolRun) one(ctx context.Context, s *scratch, m mutant) (o outcome,
 	if err != nil || !o.v.failed() || o.v.build != "" {
 		return o, err
 	}
-	again, err := goTest(ctx, s, "./"+o.v.pkg, p.killerArgs(o.v, 1), time.Now())
+	again, err := goTest(ctx, s, "./"+o.v.pkg, p.killerArgs(o.v), time.Now())
 	if err != nil {
 		return o, err
 	}
@@ -162,27 +162,32 @@ func (p *protocolRun) one(ctx context.Context, s *scratch, m mutant) (o outcome,
 const controlRuns = 3
 
 // confirm runs what killed a mutant on the copy without it, controlRuns
-// times: what fails there too killed nothing. It returns that failure.
+// times (runs of their own, not -count, which runs an example once): what
+// fails there too killed nothing. It returns that failure.
 func (p *protocolRun) confirm(ctx context.Context, s *scratch, v verdict) (string, error) {
-	again, err := goTest(ctx, s, "./"+v.pkg, p.killerArgs(v, controlRuns), time.Now())
-	switch {
-	case err != nil || !again.failed():
-		return "", err
-	case again.build != "":
-		return again.build, nil
+	for range controlRuns {
+		again, err := goTest(ctx, s, "./"+v.pkg, p.killerArgs(v), time.Now())
+		switch {
+		case err != nil:
+			return "", err
+		case again.build != "":
+			return again.build, nil
+		case again.failed():
+			return again.kill() + "\n" + again.output, nil
+		}
 	}
-	return again.kill() + "\n" + again.output, nil
+	return "", nil
 }
 
-// killerArgs are go test's flags for what killed a mutant (the test, or
+// killerArgs are go test's flags for what killed a mutant: the test, or
 // the tests that ran when the package failed outside one, or else the
-// whole package), count times.
-func (p *protocolRun) killerArgs(v verdict, count int) []string {
+// whole package.
+func (p *protocolRun) killerArgs(v verdict) []string {
 	names := v.running
 	if v.test != "" {
 		names = []string{v.test}
 	}
-	args := append(slices.Clone(p.testArgs), fmt.Sprintf("-count=%d", count)) // after goTest's -count=1: the last one counts
+	args := slices.Clone(p.testArgs)
 	if len(names) > 0 {
 		args = append(args, "-run", runPattern(names))
 	}
