@@ -199,8 +199,8 @@ func TestRetestDecidesByTheRunnersOwnRuns(t *testing.T) {
 	once := filepath.Join(t.TempDir(), "failed-once")
 	claim := "package idem\n\nfunc Pos(x int) bool { return x > 0 }\n\nfunc Big(x int) bool { return x > 100 }\n"
 	files := map[string]string{
-		"go.mod":                 "module example.com/m\n\ngo 1.24\n",
-		"pkg/idem/claim.go":      claim,
+		"go.mod":            "module example.com/m\n\ngo 1.24\n",
+		"pkg/idem/claim.go": claim,
 		"pkg/idem/claim_test.go": "package idem\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestPos(t *testing.T) {\n\tif !Pos(1) || Pos(0) {\n\t\tt.Fatal(\"Pos\")\n\t}\n\tif !Big(500) {\n\t\tt.Fatal(\"Big\")\n\t}\n}\n\n" +
 			"func TestFailsOnce(t *testing.T) {\n\tif _, err := os.Stat(" + strconv.Quote(once) + "); err != nil {\n\t\t_ = os.WriteFile(" + strconv.Quote(once) + ", nil, 0o644)\n\t\tt.Fatal(\"by chance\")\n\t}\n}\n",
 	}
