@@ -196,6 +196,11 @@ func TestDeleteOnlyTheCompletedRecordAsRead(t *testing.T) {
 	if item := f.Record("carol", "k1"); item != nil {
 		t.Fatalf("still there: %v", item)
 	}
+	// Deleted already (by another operator, or by this read's earlier
+	// call): there is no record, which is not a record changed.
+	if err := ops.Delete(ctx, rec, "sent twice"); !errors.Is(err, idem.ErrNoRecord) || errors.Is(err, idem.ErrRecordChanged) {
+		t.Fatalf("delete of a record deleted already: %v, want ErrNoRecord", err)
+	}
 	if !strings.Contains(log.String(), `"action":"delete"`) || !strings.Contains(log.String(), "ticket 7") {
 		t.Fatalf("log %s", log)
 	}

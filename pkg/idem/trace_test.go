@@ -306,6 +306,25 @@ func TestEveryPathIsOneSpanWithItsOutcomeAndSteps(t *testing.T) {
 		tr.last(t).check(t, want{name: do, outcome: idem.OutcomeFailed, calls: 2, errType: "_OTHER",
 			steps: []string{"idem.claim unknown", "idem.hand_back handed", "exception *fmt.wrapError"}})
 	})
+	t.Run("a claim with every send unanswered, whose hand-back finds another's record", func(t *testing.T) {
+		tr := newTracer(t)
+		f := newFixture(t)
+		proxy, store := f.proxied(tr.opt)
+		sends := 0
+		proxy.Inject(faultproxy.Fault{Op: "PutItem", Kind: faultproxy.ResetBefore, Times: 3, Reached: func() {
+			if sends++; sends == 3 { // before the hand-back: another request claims the free key and completes
+				if _, err := f.Store.Do(ctx, secretReq, f.secretWork("o1")); err != nil {
+					t.Error(err)
+				}
+			}
+		}})
+		if _, err := store.Do(ctx, secretReq, f.secretWork("o1")); err != nil {
+			t.Fatal(err)
+		}
+		mustInject(t, proxy, faultproxy.ResetBefore, 3)
+		tr.last(t).check(t, want{name: do, outcome: idem.OutcomeReplayed, calls: 2,
+			steps: []string{"idem.claim unknown", "idem.hand_back lost"}})
+	})
 	t.Run("a takeover after a lapsed lease", func(t *testing.T) {
 		tr := newTracer(t)
 		f := newFixture(t, tr.opt)
