@@ -262,19 +262,25 @@ func decide(ctx context.Context, c gremlinsConfig, copy *scratch, file string, m
 			break
 		}
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		return fmt.Errorf("%s:%d:%d %s, tested again: %w", file, m.Line, m.Column, m.Type, err)
-	}
-	m.Status, m.again = "LIVED", was+" in go-gremlins; alone, its package's tests passed"
-	if v.failed() {
+	case v.build != "":
+		// go-gremlins builds no mutant it finds not covered: one that
+		// does not compile (a string constant's + made -) is no mutant.
+		m.Status, m.again = "NOT VIABLE", was+" in go-gremlins; alone, it does not compile"
+	case v.failed():
 		m.Status, m.again = "KILLED", was+" in go-gremlins; alone, killed twice by "+v.kill()
+	default:
+		m.Status, m.again = "LIVED", was+" in go-gremlins; alone, its package's tests passed"
 	}
 	fmt.Fprintf(c.stdout, "• %s:%d:%d %s: %s\n", file, m.Line, m.Column, m.Type, m.again)
 	return nil
 }
 
 // testMutation applies m to file in the copy, runs the tests of file's
-// package, and puts the file back.
+// package, and puts the file back. A mutant that does not compile is a
+// verdict whose build says so.
 func testMutation(ctx context.Context, c gremlinsConfig, s *scratch, file string, m *mutation) (v verdict, err error) {
 	orig, err := s.root.ReadFile(file)
 	if err != nil {
@@ -288,11 +294,7 @@ func testMutation(ctx context.Context, c gremlinsConfig, s *scratch, file string
 		return v, err
 	}
 	defer func() { err = errors.Join(err, s.root.WriteFile(file, orig, 0o644)) }()
-	v, err = goTest(ctx, s, "./"+path.Dir(file), []string{"-short", "-run=^(Test|Fuzz)", "-timeout", c.again.String()}, time.Now())
-	if err == nil && v.build != "" {
-		err = fmt.Errorf("the mutant does not compile:\n%s", v.build)
-	}
-	return v, err
+	return goTest(ctx, s, "./"+path.Dir(file), []string{"-short", "-run=^(Test|Fuzz)", "-timeout", c.again.String()}, time.Now())
 }
 
 // unleash runs go-gremlins over one target and reads its JSON report. The

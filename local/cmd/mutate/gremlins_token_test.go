@@ -192,12 +192,14 @@ func TestTheEquivalentsStandOnTheTree(t *testing.T) {
 // retest decides a protocol file's unsettled mutants by the runner's own
 // runs, each in a clone of the copy, and leaves the copy as it was: on a
 // module of its own, one mutant that its test kills (counted killed, by
-// that test) and one no test sees, though a test fails by chance on its
-// first run (counted lived, to be argued: one failure is no kill).
+// that test), one no test sees, though a test fails by chance on its first
+// run (counted lived, to be argued: one failure is no kill), and one that
+// does not compile (not viable: go-gremlins builds no mutant it finds not
+// covered).
 func TestRetestDecidesByTheRunnersOwnRuns(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "src")
 	once := filepath.Join(t.TempDir(), "failed-once")
-	claim := "package idem\n\nfunc Pos(x int) bool { return x > 0 }\n\nfunc Big(x int) bool { return x > 100 }\n"
+	claim := "package idem\n\nfunc Pos(x int) bool { return x > 0 }\n\nfunc Big(x int) bool { return x > 100 }\n\nconst cond = \"a\" + \"b\"\n"
 	files := map[string]string{
 		"go.mod":            "module example.com/m\n\ngo 1.24\n",
 		"pkg/idem/claim.go": claim,
@@ -222,11 +224,12 @@ func TestRetestDecidesByTheRunnersOwnRuns(t *testing.T) {
 	r.target = target{dir: "pkg/idem"}
 	pos := &mutation{Type: "CONDITIONALS_BOUNDARY", Status: "TIMED OUT", Line: 3, Column: 33}
 	big := &mutation{Type: "CONDITIONALS_BOUNDARY", Status: "NOT COVERED", Line: 5, Column: 33}
+	str := &mutation{Type: "ARITHMETIC_BASE", Status: "NOT COVERED", Line: 7, Column: 18}
 	r.Files = append(r.Files, struct {
 		Name      string      `json:"file_name"`
 		Mutations []*mutation `json:"mutations"`
 		lines     []string
-	}{Name: "claim.go", Mutations: []*mutation{pos, big}, lines: strings.Split(claim, "\n")})
+	}{Name: "claim.go", Mutations: []*mutation{pos, big, str}, lines: strings.Split(claim, "\n")})
 	c := gremlinsConfig{workers: 2, again: 2 * time.Minute, stdout: io.Discard}
 	if err := retest(context.Background(), c, s, r, &equivalents{}); err != nil {
 		t.Fatal(err)
@@ -236,6 +239,9 @@ func TestRetestDecidesByTheRunnersOwnRuns(t *testing.T) {
 	}
 	if big.Status != "LIVED" || !strings.HasPrefix(big.again, "not covered in go-gremlins") {
 		t.Errorf("the mutant no test sees: %s, %q; want lived, once not covered", big.Status, big.again)
+	}
+	if str.Status != "NOT VIABLE" {
+		t.Errorf("a string constant's + made -: %s, %q; want not viable", str.Status, str.again)
 	}
 	if b, err := os.ReadFile(filepath.Join(src, "pkg/idem/claim.go")); err != nil || string(b) != claim {
 		t.Errorf("the copy's claim.go after: %q, %v; want it as it was", b, err)
