@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkeys/idem/pkg/idem"
@@ -105,6 +106,45 @@ func TestKeylessCommitAnswersTheWriteThatFailed(t *testing.T) {
 				if o := f.Order("alice", id); i != tc.failing && o != nil {
 					t.Fatalf("%s, a write of the cancelled transaction, landed", id)
 				}
+			}
+		})
+	}
+}
+
+// TestAConflictFuncSeesTheItemInTheWayForEveryAction holds Tx.Add's go doc:
+// with a ConflictFunc, the action asks DynamoDB for the item that failed
+// its condition (ALL_OLD), whatever the action, so that the function sees
+// it without another read. DynamoDB, and the local engine with it, return
+// that item only when the action asked for it.
+func TestAConflictFuncSeesTheItemInTheWayForEveryAction(t *testing.T) {
+	f := newFixture(t)
+	var prior idem.Tx
+	prior.Add(f.OrderPut("alice", "o1", "existing"), nil)
+	if _, err := f.Store.Commit(context.Background(), &prior); err != nil {
+		t.Fatal(err)
+	}
+	key := map[string]types.AttributeValue{"scope": &types.AttributeValueMemberS{Value: "alice"}, "order_id": &types.AttributeValueMemberS{Value: "o1"}}
+	absent := aws.String("attribute_not_exists(order_id)")
+	actions := map[string]types.TransactWriteItem{
+		"Put": f.OrderPut("alice", "o1", "new"),
+		"Update": {Update: &types.Update{TableName: aws.String(f.Business), Key: key, ConditionExpression: absent,
+			UpdateExpression: aws.String("SET note = :n"), ExpressionAttributeValues: map[string]types.AttributeValue{":n": &types.AttributeValueMemberS{Value: "new"}}}},
+		"Delete":         {Delete: &types.Delete{TableName: aws.String(f.Business), Key: key, ConditionExpression: absent}},
+		"ConditionCheck": {ConditionCheck: &types.ConditionCheck{TableName: aws.String(f.Business), Key: key, ConditionExpression: absent}},
+	}
+	for name, action := range actions {
+		t.Run(name, func(t *testing.T) {
+			var seen string
+			var tx idem.Tx
+			tx.Add(action, func(old map[string]types.AttributeValue) (idem.Response, error) {
+				if note, ok := old["note"].(*types.AttributeValueMemberS); ok {
+					seen = note.Value
+				}
+				return idem.Response{StatusCode: 409}, nil
+			})
+			r, err := f.Store.Commit(context.Background(), &tx)
+			if err != nil || r == nil || r.StatusCode != 409 || seen != "existing" {
+				t.Fatalf("Commit = %+v, %v, the ConflictFunc saw note %q; want its 409, having seen the item in the way", r, err, seen)
 			}
 		})
 	}
