@@ -109,8 +109,8 @@ func TestLapseHandsADeadHoldersKeyToTheNextRetry(t *testing.T) {
 	if err := <-holder; !errors.Is(err, idem.ErrLeaseLost) {
 		t.Fatalf("the holder that woke: %v, want fenced", err)
 	}
-	if err := ops.Lapse(ctx, rec, "again"); !errors.Is(err, idem.ErrWrongState) && !errors.Is(err, idem.ErrRecordChanged) {
-		t.Fatalf("lapse on a token since taken over: %v, want refused", err)
+	if err := ops.Lapse(ctx, rec, "again"); !errors.Is(err, idem.ErrRecordChanged) || errors.Is(err, idem.ErrWrongState) {
+		t.Fatalf("lapse on a token since taken over (the taker completed): %v, want ErrRecordChanged", err)
 	}
 	var line map[string]any
 	if err := json.Unmarshal(bytes.SplitN(log.Bytes(), []byte("\n"), 2)[0], &line); err != nil {
@@ -156,6 +156,30 @@ func TestLapsedLiveHolderNeverCommits(t *testing.T) {
 		t.Fatal("the lapsed holder's write landed")
 	}
 	f.Lapsed("bob", "k2", r.Fingerprint)
+}
+
+// The holder the operator took for dead completes between the operator's
+// read and the lapse: the key is completed under the lease the operator
+// read, which is ErrWrongState (there is nothing left to lapse), not
+// ErrRecordChanged (nobody else took the key), and the response stands.
+func TestLapseOfAKeyItsHolderCompletedSinceIsWrongState(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	r := req("bob", "k3", `{}`)
+	let := hold(t, f, r)
+	rec, err := f.Store.Inspect(ctx, "bob", "k3")
+	if err != nil || rec.Status != "IN_PROGRESS" {
+		t.Fatalf("in progress: %+v %v", rec, err)
+	}
+	if err := let(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Store.Lapse(ctx, rec, "looked dead"); !errors.Is(err, idem.ErrWrongState) || errors.Is(err, idem.ErrRecordChanged) {
+		t.Fatalf("lapse of a key completed since the read: %v, want ErrWrongState", err)
+	}
+	if res, err := f.Store.Do(ctx, r, ok); err != nil || !res.Replayed || res.Response.StatusCode != 201 {
+		t.Fatalf("after the refused lapse: %+v %v, want the holder's 201 replayed", res, err)
+	}
 }
 
 func TestLapseRefusesACompletedKey(t *testing.T) {
