@@ -94,6 +94,31 @@ func TestUnknownCommitWithARefusedLapseIsNoDefiniteFailure(t *testing.T) {
 	}
 }
 
+// A role that may claim but neither commit nor lapse (a policy without
+// TransactWriteItems and UpdateItem): the commit is refused, which may
+// follow an earlier send that landed, so it is settled; the settling lapse
+// is refused for the table as well. Both refusals are the configuration's,
+// and nothing landed: a definite ErrMisconfigured, never an unknown outcome
+// to wait out.
+func TestACommitAndALapseBothRefusedForTheTableAreMisconfigured(t *testing.T) {
+	f := newFixture(t)
+	fa := &faulty{DynamoDBAPI: f.DB}
+	fa.tx = func(context.Context, *dynamodb.TransactWriteItemsInput) (*dynamodb.TransactWriteItemsOutput, error) {
+		return nil, apiError("AccessDeniedException")
+	}
+	fa.update = func(context.Context, *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
+		return nil, apiError("AccessDeniedException")
+	}
+	s, err := idem.New(fa, f.Table, func(o *idem.Options) { o.Clock = f.Clock.Now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Do(context.Background(), req("alice", "k1", `{}`), f.createOrder("alice", "o1", nil))
+	if !errors.Is(err, idem.ErrMisconfigured) || strings.Contains(err.Error(), "unknown") || f.Order("alice", "o1") != nil {
+		t.Fatalf("err %v, the order written %v; want ErrMisconfigured, definite, nothing written", err, f.Order("alice", "o1") != nil)
+	}
+}
+
 // An earlier send of the commit landed and the last one is refused
 // (AccessDenied: a policy changed between the SDK's sends): the refusal is
 // settled like any unknown outcome, and the lapse finds the commit's own

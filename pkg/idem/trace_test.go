@@ -325,6 +325,41 @@ func TestEveryPathIsOneSpanWithItsOutcomeAndSteps(t *testing.T) {
 		tr.last(t).check(t, want{name: do, outcome: idem.OutcomeReplayed, calls: 2,
 			steps: []string{"idem.claim unknown", "idem.hand_back lost"}})
 	})
+	t.Run("a work error after the lease was taken over, whose lapse finds the taker's record", func(t *testing.T) {
+		tr := newTracer(t)
+		f := newFixture(t, tr.opt)
+		if _, err := f.Store.Do(ctx, secretReq, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+			f.Clock.Advance(time.Hour) // the holder stalls past its lease; a retry takes the key over and completes
+			if _, err := f.NewStore().Do(ctx, secretReq, f.secretWork("o1")); err != nil {
+				t.Error(err)
+			}
+			return failingWithSecret(ctx, tx)
+		}); err == nil {
+			t.Fatal("the work's error was not returned")
+		}
+		tr.last(t).check(t, want{name: do, outcome: idem.OutcomeLapsed, calls: 2, errType: "*errors.errorString",
+			steps: []string{"idem.claim won", "idem.work error", "idem.lapse lost", "exception *errors.errorString"}})
+	})
+	t.Run("a commit with every send unanswered, whose settling lapse finds the taker's record", func(t *testing.T) {
+		tr := newTracer(t)
+		f := newFixture(t)
+		proxy, store := f.proxied(tr.opt)
+		sends := 0
+		proxy.Inject(faultproxy.Fault{Op: "TransactWriteItems", Kind: faultproxy.ResetBefore, Times: 3, Reached: func() {
+			if sends++; sends == 3 { // before the settling lapse: the lease runs out, a retry takes the key over and completes
+				f.Clock.Advance(time.Hour)
+				if _, err := f.Store.Do(ctx, secretReq, f.secretWork("o1")); err != nil {
+					t.Error(err)
+				}
+			}
+		}})
+		if _, err := store.Do(ctx, secretReq, f.secretWork("o1")); !errors.Is(err, idem.ErrLeaseLost) {
+			t.Fatalf("err %v, want ErrLeaseLost: the commit never landed, the taker's did", err)
+		}
+		mustInject(t, proxy, faultproxy.ResetBefore, 3)
+		tr.last(t).check(t, want{name: do, outcome: idem.OutcomeFenced, calls: 3, errType: "lease_lost",
+			steps: []string{"idem.claim won", "idem.work ok", "idem.commit unknown", "idem.settle lost", "exception *errors.errorString"}})
+	})
 	t.Run("a takeover after a lapsed lease", func(t *testing.T) {
 		tr := newTracer(t)
 		f := newFixture(t, tr.opt)
