@@ -318,8 +318,13 @@ func unleash(ctx context.Context, c gremlinsConfig, s *scratch, t target) (resul
 	args = append(args, "./"+t.dir)
 	fmt.Fprintf(c.stdout, "• go %s\n", strings.Join(args, " "))
 	cmd := s.command(ctx, args...)
+	// go-gremlins reads its settings from GREMLINS_ variables too: the
+	// flags alone decide. -count=1: go test caches a coverage run, and
+	// go-gremlins bounds each mutant's run by its coverage run's time, so
+	// a cached one (an earlier target's run of the same package) would
+	// time every mutant out.
 	cmd.Env = append(slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "GREMLINS_") }),
-		"GOFLAGS=-short -run=^(Test|Fuzz)") // go-gremlins reads its settings from GREMLINS_ variables too: the flags alone decide
+		"GOFLAGS=-short -count=1 -run=^(Test|Fuzz)")
 	cmd.Stdout, cmd.Stderr = c.stdout, c.stderr
 	if err := cmd.Run(); err != nil {
 		return result{}, fmt.Errorf("go-gremlins: %w", err)
