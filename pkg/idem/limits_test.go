@@ -47,6 +47,31 @@ func TestInvalidRequestsFailBeforeAnyCall(t *testing.T) {
 	}
 }
 
+// A request at each limit is served, as a byte past it is refused above:
+// a key of MaxKeyLength bytes, each one of printable ASCII's first and
+// last (space and tilde), and a scope of MaxScopeLength bytes, each
+// with a record of its own.
+func TestRequestsAtTheLimitsAreServed(t *testing.T) {
+	f := newFixture(t)
+	for name, r := range map[string]idem.Request{
+		"a key of the limit":              {Scope: "alice", Key: strings.Repeat("k", idem.MaxKeyLength), Fingerprint: "fp"},
+		"a key of the first and the last": {Scope: "alice", Key: " ~", Fingerprint: "fp"},
+		"a scope of the limit":            {Scope: strings.Repeat("s", idem.MaxScopeLength), Key: "k", Fingerprint: "fp"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var runs atomic.Int32
+			if res, err := f.Store.Do(context.Background(), r, f.createOrder(r.Scope, r.Key, &runs)); err != nil || res.Replayed || runs.Load() != 1 {
+				t.Fatalf("%+v, %v after %d runs; want it served", res, err, runs.Load())
+			}
+		})
+	}
+	for _, c := range []byte{0x1f, 0x7f} {
+		if err := idem.ValidateKey("a" + string(c)); !errors.Is(err, idem.ErrInvalidKey) {
+			t.Errorf("a key with byte 0x%02x: %v, want ErrInvalidKey", c, err)
+		}
+	}
+}
+
 func TestOversizedResultsAreRefusedAndLeaseLapsed(t *testing.T) {
 	big := func(n int) string { return strings.Repeat("x", n) }
 	cases := []struct {
