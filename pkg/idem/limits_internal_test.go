@@ -1,0 +1,79 @@
+package idem
+
+import (
+	"errors"
+	"strconv"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// sized is an item of exactly n bytes as DynamoDB counts them: a one-byte
+// name and a binary value of the rest, under its own key.
+func sized(id string, n int) map[string]types.AttributeValue {
+	key := &types.AttributeValueMemberS{Value: id}
+	rest := n - len("k") - len(id) - len("b")
+	return map[string]types.AttributeValue{"k": key, "b": &types.AttributeValueMemberB{Value: make([]byte, rest)}}
+}
+
+func put(id string, n int) queued {
+	return queued{Item: types.TransactWriteItem{Put: &types.Put{TableName: aws.String("t"), Item: sized(id, n)}}}
+}
+
+// TestTheLimitsAreDynamoDBsToTheByte holds checkTransaction to DynamoDB's
+// own lines: what is exactly at a limit goes to DynamoDB, which takes it,
+// and a byte or an action past it is refused here with its LimitError, so
+// that the library never refuses a transaction DynamoDB would run nor
+// sends one it must refuse. An update, a delete and a condition check
+// weigh their key and their values together.
+func TestTheLimitsAreDynamoDBsToTheByte(t *testing.T) {
+	record := func(n int) *types.Put { return &types.Put{Item: sized("rec", n)} }
+	var hundred, ninetyNine []queued
+	for i := range maxTransactionItems {
+		hundred = append(hundred, put("w"+strconv.Itoa(i), 10))
+	}
+	ninetyNine = hundred[:maxTransactionItems-1]
+	var fourMiB []queued // eleven writes, each under the item limit, whose bytes add up to exactly 4 MiB
+	for i := range 11 {
+		n := maxTransactionSize / 11
+		if i == 0 {
+			n += maxTransactionSize % 11
+		}
+		fourMiB = append(fourMiB, put("w"+strconv.Itoa(i), n))
+	}
+	key := map[string]types.AttributeValue{"k": &types.AttributeValueMemberS{Value: "u1"}}
+	values := map[string]types.AttributeValue{":b": &types.AttributeValueMemberB{Value: make([]byte, maxItemSize-ItemSize(key)-len(":b")+1)}}
+	update := queued{Item: types.TransactWriteItem{Update: &types.Update{TableName: aws.String("t"), Key: key, ExpressionAttributeValues: values}}}
+	del := queued{Item: types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String("t"), Key: key, ExpressionAttributeValues: values}}}
+	check := queued{Item: types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{TableName: aws.String("t"), Key: key, ExpressionAttributeValues: values}}}
+	cases := []struct {
+		name   string
+		record *types.Put
+		writes []queued
+		want   error // nil: sent
+	}{
+		{"a completed record of the item limit", record(maxItemSize), nil, nil},
+		{"a completed record a byte over", record(maxItemSize + 1), nil, ErrResponseTooLarge},
+		{"a write of the item limit", nil, []queued{put("w", maxItemSize)}, nil},
+		{"a write a byte over", nil, []queued{put("w", maxItemSize+1)}, ErrItemTooLarge},
+		{"an update whose key and values are a byte over", nil, []queued{update}, ErrItemTooLarge},
+		{"a delete whose key and values are a byte over", nil, []queued{del}, ErrItemTooLarge},
+		{"a condition check whose key and values are a byte over", nil, []queued{check}, ErrItemTooLarge},
+		{"a hundred writes alone", nil, hundred, nil},
+		{"ninety-nine writes and the record", record(10), ninetyNine, nil},
+		{"a hundred writes and the record", record(10), hundred, ErrTooManyWrites},
+		{"writes of 4 MiB together", nil, fourMiB, nil},
+		{"writes a byte over 4 MiB together", nil, append(fourMiB[:10:10], put("w10", maxTransactionSize/11+1)), ErrTransactionTooLarge},
+	}
+	for _, tc := range cases {
+		err := checkTransaction("idem", tc.record, tc.writes)
+		var limit *LimitError
+		switch {
+		case tc.want == nil && err != nil:
+			t.Errorf("%s: %v, want it sent", tc.name, err)
+		case tc.want != nil && (!errors.Is(err, tc.want) || !errors.As(err, &limit) || limit.Size != limit.Limit+1):
+			t.Errorf("%s: %v, want %v one over its limit", tc.name, err, tc.want)
+		}
+	}
+}
