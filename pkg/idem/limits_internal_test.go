@@ -3,6 +3,7 @@ package idem
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -74,6 +75,30 @@ func TestTheLimitsAreDynamoDBsToTheByte(t *testing.T) {
 			t.Errorf("%s: %v, want it sent", tc.name, err)
 		case tc.want != nil && (!errors.Is(err, tc.want) || !errors.As(err, &limit) || limit.Size != limit.Limit+1):
 			t.Errorf("%s: %v, want %v one over its limit", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestTwoActionsOnOneItemNameBoth: the refusal names the two writes by
+// their own indexes, the record's own action as the idempotency record,
+// so that a caller finds the writes it queued twice.
+func TestTwoActionsOnOneItemNameBoth(t *testing.T) {
+	rec := &types.Put{Item: map[string]types.AttributeValue{AttrPK: &types.AttributeValueMemberS{Value: "s#k"}}}
+	update := func(table, pk, v string) queued {
+		return queued{Item: types.TransactWriteItem{Update: &types.Update{TableName: aws.String(table),
+			Key: map[string]types.AttributeValue{pk: &types.AttributeValueMemberS{Value: v}}}}}
+	}
+	cases := []struct {
+		name   string
+		writes []queued
+		want   string
+	}{
+		{"two writes to one item", []queued{update("t", "k", "a"), update("t", "k", "b"), update("t", "k", "a")}, "write 2 and write 0 are the same item"},
+		{"a write to the record", []queued{update("t", "k", "a"), update("idem", AttrPK, "s#k")}, "write 1 and the idempotency record are the same item"},
+	}
+	for _, tc := range cases {
+		if err := checkTransaction("idem", rec, tc.writes); !errors.Is(err, ErrInvalidWrite) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want ErrInvalidWrite saying %q", tc.name, err, tc.want)
 		}
 	}
 }
