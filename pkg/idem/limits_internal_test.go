@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -99,6 +100,34 @@ func TestTwoActionsOnOneItemNameBoth(t *testing.T) {
 	for _, tc := range cases {
 		if err := checkTransaction("idem", rec, tc.writes); !errors.Is(err, ErrInvalidWrite) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want ErrInvalidWrite saying %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestOptionsTakeTheirDocumentedDefaults: New fills what Options leaves
+// zero as Options documents it (a 30 s lease, a 1 s commit reserve never
+// over a quarter of the lease, polls every 100 ms), and makes no call.
+func TestOptionsTakeTheirDocumentedDefaults(t *testing.T) {
+	var none DynamoDBAPI = struct{ DynamoDBAPI }{} // any call would panic: New makes none
+	for _, c := range []struct {
+		lease, reserve time.Duration
+	}{
+		{0, time.Second},
+		{2 * time.Second, 500 * time.Millisecond},
+	} {
+		s, err := New(none, "idem", func(o *Options) { o.Lease = c.lease })
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := c.lease
+		if want == 0 {
+			want = 30 * time.Second
+		}
+		if s.opts.Lease != want {
+			t.Errorf("lease %v, want %v", s.opts.Lease, want)
+		}
+		if s.opts.CommitReserve != c.reserve || s.opts.PollInterval != 100*time.Millisecond {
+			t.Errorf("with a lease of %v: commit reserve %v, poll interval %v; want %v and 100ms", c.lease, s.opts.CommitReserve, s.opts.PollInterval, c.reserve)
 		}
 	}
 }
