@@ -171,7 +171,7 @@ func unleashAll(ctx context.Context, c gremlinsConfig, targets []target) ([]resu
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", t.name, err)
 		}
-		if err := retest(ctx, c, s, r, c.eq); err != nil {
+		if err := retest(ctx, c, s, r); err != nil {
 			return nil, fmt.Errorf("%s: %w", t.name, err)
 		}
 		results = append(results, r)
@@ -193,7 +193,7 @@ func unleashAll(ctx context.Context, c gremlinsConfig, targets []target) ([]resu
 // tests as go-gremlins does with go test's own -timeout of c.again, and
 // counts it killed when that run fails (by a test, or by the timeout's
 // panic, as make test would) and a second run fails too; lived otherwise.
-func retest(ctx context.Context, c gremlinsConfig, s *scratch, r result, eq *equivalents) error {
+func retest(ctx context.Context, c gremlinsConfig, s *scratch, r result) error {
 	type job struct {
 		file string
 		m    *mutation
@@ -205,7 +205,7 @@ func retest(ctx context.Context, c gremlinsConfig, s *scratch, r result, eq *equ
 			continue
 		}
 		for _, m := range f.Mutations {
-			argued := m.Status == "KILLED" && eq.names(file, m.Type, markedLine(f.lines, m.Line, m.Column))
+			argued := m.Status == "KILLED" && c.eq.find(file, m.Type, markedLine(f.lines, m.Line, m.Column)) != nil
 			if m.Status == "TIMED OUT" || m.Status == "NOT COVERED" || argued {
 				jobs = append(jobs, job{file, m})
 			}
@@ -258,8 +258,8 @@ func decide(ctx context.Context, c gremlinsConfig, copy *scratch, file string, m
 	var v verdict
 	var err error
 	for range 2 {
-		if v, err = testMutation(ctx, c, copy, file, m); err != nil || !v.failed() {
-			break
+		if v, err = testMutation(ctx, c, copy, file, m); err != nil || !v.failed() || v.build != "" {
+			break // a kill is run twice; a mutant that does not compile, once
 		}
 	}
 	switch {
@@ -290,10 +290,11 @@ func testMutation(ctx context.Context, c gremlinsConfig, s *scratch, file string
 	if err != nil {
 		return v, err
 	}
-	if err := s.root.WriteFile(file, []byte(text), 0o644); err != nil {
+	restore, err := replace(s.root, map[string]string{file: text})
+	if err != nil {
 		return v, err
 	}
-	defer func() { err = errors.Join(err, s.root.WriteFile(file, orig, 0o644)) }()
+	defer func() { err = errors.Join(err, restore()) }()
 	return goTest(ctx, s, "./"+path.Dir(file), []string{"-short", "-run=^(Test|Fuzz)", "-timeout", c.again.String()}, time.Now())
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 )
 
@@ -65,25 +64,31 @@ func readEquivalents(name string) (*equivalents, error) {
 	return eq, s.Err()
 }
 
-// argue finds the entry for a mutant of file, of kind, at source (its
-// line, marked), and notes that where read it.
-func (eq *equivalents) argue(file, kind, source, where string) *equivalent {
+// find is the entry that argues a mutant of file, of kind, at source (its
+// line, marked), or nil.
+func (eq *equivalents) find(file, kind, source string) *equivalent {
 	for _, e := range eq.entries {
-		if e.file == file && e.kind == kind && e.source == source {
-			e.matched = append(e.matched, where)
+		if e.key() == mutantKey(file, kind, source) {
 			return e
 		}
 	}
 	return nil
 }
 
-// names says whether an entry argues a mutant of file, of kind, at source,
-// without counting it as read.
-func (eq *equivalents) names(file, kind, source string) bool {
-	return slices.ContainsFunc(eq.entries, func(e *equivalent) bool {
-		return e.file == file && e.kind == kind && e.source == source
-	})
+// argue is find, noting that the entry was read for the mutant at where.
+func (eq *equivalents) argue(file, kind, source, where string) *equivalent {
+	e := eq.find(file, kind, source)
+	if e != nil {
+		e.matched = append(e.matched, where)
+	}
+	return e
 }
+
+// mutantKey names a mutant as an entry does: its file, its mutator, its
+// line with the operator marked.
+func mutantKey(file, kind, source string) string { return file + "\x00" + kind + "\x00" + source }
+
+func (e *equivalent) key() string { return mutantKey(e.file, e.kind, e.source) }
 
 // faults are the entries that argue nothing as they should, among those
 // of the files mutated: one whose mutant go-gremlins made more than once,
@@ -95,7 +100,7 @@ func (eq *equivalents) names(file, kind, source string) bool {
 func (eq *equivalents) faults(mutated map[string]bool, made map[string]int) []string {
 	var out []string
 	for _, e := range eq.entries {
-		e.made = made[e.file+"\x00"+e.kind+"\x00"+e.source]
+		e.made = made[e.key()]
 		switch {
 		case !mutated[e.file]:
 		case e.made > 1:

@@ -110,7 +110,7 @@ func newReport(results []result, eq *equivalents, elapsed time.Duration) report 
 				r.packages[pkg].add(m.Status)
 				l := lived{where: fmt.Sprintf("%s:%d:%d", file, m.Line, m.Column), kind: m.Type,
 					source: markedLine(f.lines, m.Line, m.Column), protocol: isProtocol(file), again: m.again}
-				made[file+"\x00"+m.Type+"\x00"+l.source]++
+				made[mutantKey(file, m.Type, l.source)]++
 				if m.again != "" {
 					r.retested = append(r.retested, l)
 				}

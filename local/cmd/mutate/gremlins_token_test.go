@@ -230,8 +230,8 @@ func TestRetestDecidesByTheRunnersOwnRuns(t *testing.T) {
 		Mutations []*mutation `json:"mutations"`
 		lines     []string
 	}{Name: "claim.go", Mutations: []*mutation{pos, big, str}, lines: strings.Split(claim, "\n")})
-	c := gremlinsConfig{workers: 2, again: 2 * time.Minute, stdout: io.Discard}
-	if err := retest(context.Background(), c, s, r, &equivalents{}); err != nil {
+	c := gremlinsConfig{eq: &equivalents{}, workers: 2, again: 2 * time.Minute, stdout: io.Discard}
+	if err := retest(context.Background(), c, s, r); err != nil {
 		t.Fatal(err)
 	}
 	if pos.Status != "KILLED" || !strings.Contains(pos.again, "killed twice by pkg/idem TestPos") {

@@ -211,6 +211,12 @@ func apply(root *os.Root, m mutant) (restore func() error, err error) {
 	if err != nil {
 		return nil, err
 	}
+	return replace(root, files)
+}
+
+// replace writes files (name to text) into root and returns what puts
+// them back as they were; putting them back twice is harmless.
+func replace(root *os.Root, files map[string]string) (restore func() error, err error) {
 	orig := map[string][]byte{}
 	restore = func() error {
 		var errs []error
