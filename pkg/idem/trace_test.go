@@ -152,6 +152,18 @@ func (s span) check(t *testing.T, w want) {
 	}
 }
 
+// onTheLast is a fault's Reached that runs fn when the fault acts for the
+// n-th time, its last: what happens between the last unanswered send and
+// what the Store does next.
+func onTheLast(n int, fn func()) func() {
+	seen := 0
+	return func() {
+		if seen++; seen == n {
+			fn()
+		}
+	}
+}
+
 // TestEveryPathIsOneSpanWithItsOutcomeAndSteps runs each path and fault on
 // DynamoDB Local with a recording SDK, and checks its call's span: one per
 // call, its outcome, path, DynamoDB calls and status, and an event for
@@ -310,14 +322,12 @@ func TestEveryPathIsOneSpanWithItsOutcomeAndSteps(t *testing.T) {
 		tr := newTracer(t)
 		f := newFixture(t)
 		proxy, store := f.proxied(tr.opt)
-		sends := 0
-		proxy.Inject(faultproxy.Fault{Op: "PutItem", Kind: faultproxy.ResetBefore, Times: 3, Reached: func() {
-			if sends++; sends == 3 { // before the hand-back: another request claims the free key and completes
-				if _, err := f.Store.Do(ctx, secretReq, f.secretWork("o1")); err != nil {
-					t.Error(err)
-				}
+		proxy.Inject(faultproxy.Fault{Op: "PutItem", Kind: faultproxy.ResetBefore, Times: 3, Reached: onTheLast(3, func() {
+			// before the hand-back: another request claims the free key and completes
+			if _, err := f.Store.Do(ctx, secretReq, f.secretWork("o1")); err != nil {
+				t.Error(err)
 			}
-		}})
+		})})
 		if _, err := store.Do(ctx, secretReq, f.secretWork("o1")); err != nil {
 			t.Fatal(err)
 		}
@@ -344,15 +354,13 @@ func TestEveryPathIsOneSpanWithItsOutcomeAndSteps(t *testing.T) {
 		tr := newTracer(t)
 		f := newFixture(t)
 		proxy, store := f.proxied(tr.opt)
-		sends := 0
-		proxy.Inject(faultproxy.Fault{Op: "TransactWriteItems", Kind: faultproxy.ResetBefore, Times: 3, Reached: func() {
-			if sends++; sends == 3 { // before the settling lapse: the lease runs out, a retry takes the key over and completes
-				f.Clock.Advance(time.Hour)
-				if _, err := f.Store.Do(ctx, secretReq, f.secretWork("o1")); err != nil {
-					t.Error(err)
-				}
+		proxy.Inject(faultproxy.Fault{Op: "TransactWriteItems", Kind: faultproxy.ResetBefore, Times: 3, Reached: onTheLast(3, func() {
+			// before the settling lapse: the lease runs out, a retry takes the key over and completes
+			f.Clock.Advance(time.Hour)
+			if _, err := f.Store.Do(ctx, secretReq, f.secretWork("o1")); err != nil {
+				t.Error(err)
 			}
-		}})
+		})})
 		if _, err := store.Do(ctx, secretReq, f.secretWork("o1")); !errors.Is(err, idem.ErrLeaseLost) {
 			t.Fatalf("err %v, want ErrLeaseLost: the commit never landed, the taker's did", err)
 		}
