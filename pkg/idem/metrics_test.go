@@ -136,3 +136,62 @@ func TestMetricsReportCacheHits(t *testing.T) {
 		t.Fatalf("a 422 from the cache reported %q, want %q", o, idem.OutcomeMismatch)
 	}
 }
+
+// callRecorder is a Metrics with ObserveCall, which a Store calls instead
+// of Observe.
+type callRecorder struct {
+	recorder
+	calls []idem.Observation
+}
+
+func (r *callRecorder) ObserveCall(o idem.Observation) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, o)
+}
+
+// ObserveCall is told each call's path, outcome, DynamoDB calls and
+// duration, as Observation says: 2 calls for Do's first request, 1 for
+// DoAtomic's and for a replay from the table, 0 from the cache; a duration
+// within the call's own. Observe is not called.
+func TestObserveCallTellsEachCallAsObservationSays(t *testing.T) {
+	m := &callRecorder{}
+	f := newFixture(t, withCache(100, 1<<20), func(o *idem.Options) { o.Metrics = m })
+	ctx := context.Background()
+	uncached := f.NewStore(func(o *idem.Options) { o.Metrics = m })
+	steps := []struct {
+		name string
+		call func() error
+		want idem.Observation
+	}{
+		{"Do's first request", func() error { _, err := f.Store.Do(ctx, req("alice", "k1", `{}`), ok); return err },
+			idem.Observation{Path: "do", Outcome: idem.OutcomeExecuted, Calls: 2}},
+		{"a replay from the table", func() error { _, err := uncached.Do(ctx, req("alice", "k1", `{}`), ok); return err },
+			idem.Observation{Path: "do", Outcome: idem.OutcomeReplayed, Calls: 1}},
+		{"a replay from the cache", func() error { _, err := f.Store.Do(ctx, req("alice", "k1", `{}`), ok); return err },
+			idem.Observation{Path: "do", Outcome: idem.OutcomeCacheHit, Calls: 0}},
+		{"DoAtomic's first request", func() error { _, err := f.Store.DoAtomic(ctx, req("alice", "k2", `{}`), ok); return err },
+			idem.Observation{Path: "atomic", Outcome: idem.OutcomeExecuted, Calls: 1}},
+	}
+	for i, s := range steps {
+		start := time.Now()
+		if err := s.call(); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		took := time.Since(start)
+		if len(m.calls) != i+1 {
+			t.Fatalf("%s: %d observations after %d calls", s.name, len(m.calls), i+1)
+		}
+		got := m.calls[i]
+		if got.Duration < 0 || got.Duration > took {
+			t.Errorf("%s: a duration of %v for a call that took %v", s.name, got.Duration, took)
+		}
+		got.Duration, got.LeaseUsed = 0, 0
+		if got != s.want {
+			t.Errorf("%s: observed %+v, want %+v", s.name, got, s.want)
+		}
+	}
+	if len(m.seen) != 0 {
+		t.Errorf("Observe was called too: %v", m.seen)
+	}
+}

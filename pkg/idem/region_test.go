@@ -3,6 +3,7 @@ package idem_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -23,14 +24,19 @@ func (d *described) DescribeTable(context.Context, *dynamodb.DescribeTableInput,
 
 func TestCheckSingleRegionRefusesGlobalTables(t *testing.T) {
 	replicas := []types.ReplicaDescription{{RegionName: aws.String("us-east-1")}, {RegionName: aws.String("eu-west-1")}}
-	for name, tc := range map[string]types.TableDescription{
-		"MREC":   {Replicas: replicas, MultiRegionConsistency: types.MultiRegionConsistencyEventual},
-		"MRSC":   {Replicas: replicas, MultiRegionConsistency: types.MultiRegionConsistencyStrong},
-		"legacy": {GlobalTableVersion: aws.String("2017.11.29")},
+	// Each is refused for its own reason: an MRSC table cannot commit at
+	// all, an MREC one (a legacy one is) lets two Regions both claim.
+	for name, tc := range map[string]struct {
+		table types.TableDescription
+		cause string
+	}{
+		"MREC":   {types.TableDescription{Replicas: replicas, MultiRegionConsistency: types.MultiRegionConsistencyEventual}, "eventual consistency (MREC) with replicas [us-east-1 eu-west-1]"},
+		"MRSC":   {types.TableDescription{Replicas: replicas, MultiRegionConsistency: types.MultiRegionConsistencyStrong}, "strong consistency (MRSC) with replicas [us-east-1 eu-west-1]: it supports neither transactions"},
+		"legacy": {types.TableDescription{GlobalTableVersion: aws.String("2017.11.29")}, "eventual consistency (MREC)"},
 	} {
-		d := described(tc)
-		if err := idem.CheckSingleRegion(context.Background(), &d, "idem"); !errors.Is(err, idem.ErrMisconfigured) {
-			t.Errorf("%s: %v, want ErrMisconfigured", name, err)
+		d := described(tc.table)
+		if err := idem.CheckSingleRegion(context.Background(), &d, "idem"); !errors.Is(err, idem.ErrMisconfigured) || !strings.Contains(err.Error(), tc.cause) {
+			t.Errorf("%s: %v, want ErrMisconfigured for a global table in %s", name, err, tc.cause)
 		}
 	}
 }

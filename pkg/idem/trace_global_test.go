@@ -31,8 +31,8 @@ func spanOfWork(t *testing.T, s *idem.Store, key string) trace.SpanContext {
 
 // Without Options.TracerProvider a Store traces on the global provider, as
 // it is when the call is made: nothing while OpenTelemetry's default is
-// there, the SDK's spans once one is set, even after New, and nothing
-// again once the default is back.
+// there, the SDK's spans once one is set, even after New, another's once
+// it takes its place, and nothing again once the default is back.
 func TestTheGlobalProviderIsLookedUpPerCall(t *testing.T) {
 	s, err := idem.New(testbed.NewMemory(), "trace-table")
 	if err != nil {
@@ -56,9 +56,16 @@ func TestTheGlobalProviderIsLookedUpPerCall(t *testing.T) {
 			t.Fatalf("store %d: spans %v, the work's %v: want one idem.Do span more, the work's parent", i, ended, sc)
 		}
 	}
+	// Another SDK set in its place gets the next span: the tracer the Store
+	// keeps for the provider it last saw is not the new one's.
+	next := tracetest.NewSpanRecorder()
+	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(next)))
+	if sc := spanOfWork(t, s, "k3"); len(next.Ended()) != 1 || next.Ended()[0].SpanContext().SpanID() != sc.SpanID() || len(rec.Ended()) != 2 {
+		t.Fatalf("with another SDK set: %d spans on it, %d on the first; want the work's on the new one", len(next.Ended()), len(rec.Ended()))
+	}
 	otel.SetTracerProvider(def)
-	if sc := spanOfWork(t, s, "k3"); sc.IsValid() || len(rec.Ended()) != 2 {
-		t.Fatalf("with the default back: the work's span %v, %d spans; want none more", sc, len(rec.Ended()))
+	if sc := spanOfWork(t, s, "k4"); sc.IsValid() || len(rec.Ended()) != 2 || len(next.Ended()) != 1 {
+		t.Fatalf("with the default back: the work's span %v, %d and %d spans; want none more", sc, len(rec.Ended()), len(next.Ended()))
 	}
 }
 

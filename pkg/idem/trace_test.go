@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -45,6 +46,13 @@ func (f *fixture) secretWork(id string) idem.Work {
 		return idem.Response{StatusCode: 201, Header: map[string]string{"X-Token": secretHeader}, Body: []byte(secretResponse)}, nil
 	}
 }
+
+// answered is a work's error that carries the answer to send, as a
+// door's error for a refused request does.
+type answered struct{ resp idem.Response }
+
+func (e *answered) Error() string           { return "answered " + strconv.Itoa(e.resp.StatusCode) }
+func (e *answered) Response() idem.Response { return e.resp }
 
 // failingWithSecret is a work whose error carries a secret, as a work's own error
 // may: its text must not reach a span.
@@ -453,6 +461,40 @@ func TestEveryPathIsOneSpanWithItsOutcomeAndSteps(t *testing.T) {
 		}
 		tr.last(t).check(t, want{name: atomic, outcome: idem.OutcomeFailed, calls: 2, errType: "misconfigured",
 			steps: []string{"idem.work ok", "idem.commit unknown", "idem.hand_back failed", "idem.settle failed", "exception *fmt.wrapError"}})
+	})
+	// A work's error that carries a 4xx answer is an answer like a 409, no
+	// span error; a ConflictFunc's final 5xx, never stored, is one, from 500
+	// up.
+	t.Run("a work's error carrying a 4xx answer", func(t *testing.T) {
+		tr := newTracer(t)
+		f := newFixture(t, tr.opt)
+		if _, err := f.Store.Do(ctx, secretReq, func(context.Context, *idem.Tx) (idem.Response, error) {
+			return idem.Response{}, &answered{idem.Response{StatusCode: 400}}
+		}); err == nil {
+			t.Fatal("the work's error was not returned")
+		}
+		tr.last(t).check(t, want{name: do, outcome: idem.OutcomeLapsed, calls: 2,
+			steps: []string{"idem.claim won", "idem.work error", "idem.lapse lapsed"}})
+	})
+	t.Run("a ConflictFunc's 500", func(t *testing.T) {
+		tr := newTracer(t)
+		f := newFixture(t, tr.opt)
+		var prior idem.Tx
+		prior.Add(f.OrderPut(secretScope, "o1", "existing"), nil)
+		if _, err := f.Store.Commit(ctx, &prior); err != nil {
+			t.Fatal(err)
+		}
+		fiveHundred := func(map[string]types.AttributeValue) (idem.Response, error) {
+			return idem.Response{StatusCode: 500}, nil
+		}
+		if _, err := f.Store.Do(ctx, secretReq, func(_ context.Context, tx *idem.Tx) (idem.Response, error) {
+			tx.Add(f.OrderPut(secretScope, "o1", "traced"), fiveHundred)
+			return idem.Response{StatusCode: 201}, nil
+		}); err == nil {
+			t.Fatal("a ConflictFunc's 500 was answered as stored")
+		}
+		tr.last(t).check(t, want{name: do, outcome: idem.OutcomeLapsed, calls: 3, errType: "_OTHER",
+			steps: []string{"idem.claim won", "idem.work ok", "idem.conflict unstored", "idem.commit failed", "idem.lapse lapsed", "exception *idem.unstored"}})
 	})
 	t.Run("a panicking work", func(t *testing.T) {
 		tr := newTracer(t)
