@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemkeys/idem/pkg/idem"
 	"github.com/idemkeys/idem/pkg/idem/idemlambda"
+	"github.com/idemkeys/idem/pkg/idem/internal/testbed"
 )
 
 func TestHTTPAPI(t *testing.T) {
@@ -200,5 +201,26 @@ func TestHTTPAPIConventions(t *testing.T) {
 	}
 	if runs.Load() != 2 {
 		t.Fatalf("the handler ran %d times, want 2 (cap-1 and q-1)", runs.Load())
+	}
+}
+
+// TestAnEmptyListOfValuesIsNoHeader: a REST API event carries its headers
+// twice, one value each and every value; a header's empty list of values
+// says nothing, and its value is read from the other form. The request is
+// served under the key it carries, once, and replayed.
+func TestAnEmptyListOfValuesIsNoHeader(t *testing.T) {
+	f := newFixture(t)
+	runs := 0
+	h := idemlambda.RESTAPI(f.Store, nil, func(ctx context.Context, req idemlambda.Request[events.APIGatewayProxyRequest, struct{}], tx *idem.Tx) (idem.Response, error) {
+		runs++
+		return idem.Response{StatusCode: 201, Body: []byte(`{}`)}, nil
+	})
+	for i := range 2 {
+		ev := testbed.RESTRequest("alice", map[string]string{"Idempotency-Key": "k1"}, `{}`)
+		ev.MultiValueHeaders = map[string][]string{"idempotency-key": {}}
+		out, err := h(context.Background(), ev)
+		if err != nil || out.StatusCode != 201 || (out.Headers[idemlambda.HeaderReplayed] == "true") != (i == 1) || runs != 1 {
+			t.Fatalf("call %d: %d %v %q, %v after %d runs; want 201, run once, then replayed", i+1, out.StatusCode, out.Headers, out.Body, err, runs)
+		}
 	}
 }
