@@ -131,3 +131,23 @@ func TestOptionsTakeTheirDocumentedDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestASetCookieHeaderWeighsNothingInTheRecord: a Set-Cookie header is
+// never stored, and adds not a byte to the record (no empty map of headers
+// in its place), so that a response at the item limit with one is stored
+// as it would be without it. Any other header is stored.
+func TestASetCookieHeaderWeighsNothingInTheRecord(t *testing.T) {
+	body := []byte(`{"id":"o1"}`)
+	bare := encodeResponse(Response{StatusCode: 201, Body: body})
+	for _, h := range []map[string]string{{"Set-Cookie": "s=1; HttpOnly"}, {"set-cookie": "s=1", "SET-COOKIE": "t=2"}} {
+		got := encodeResponse(Response{StatusCode: 201, Header: h, Body: body})
+		m := got.(*types.AttributeValueMemberM).Value
+		if _, stored := m["headers"]; stored || valueSize(got) != valueSize(bare) {
+			t.Errorf("headers %v: a record of %d bytes (headers stored: %v), want %d, none", h, valueSize(got), stored, valueSize(bare))
+		}
+	}
+	kept := encodeResponse(Response{StatusCode: 201, Header: map[string]string{"Set-Cookie": "s=1", "Location": "/o1"}, Body: body})
+	if h, ok := kept.(*types.AttributeValueMemberM).Value["headers"].(*types.AttributeValueMemberM); !ok || len(h.Value) != 1 || h.Value["Location"] == nil {
+		t.Errorf("a Location beside a Set-Cookie: %v, want Location stored alone", kept)
+	}
+}

@@ -212,8 +212,8 @@ func TestUnknownCommitWithLostLapseIsNoTakeover(t *testing.T) {
 		t.Fatalf("err = %v, want a plain failure, not a takeover", err)
 	}
 	mustInject(t, proxy, faultproxy.ResetBefore, 3)
+	f.Lapsed("alice", "k1", r.Fingerprint) // the key still bound to its request, before the case's own check
 	mustInject(t, proxy, faultproxy.CommitThenDrop, 1)
-	f.Lapsed("alice", "k1", r.Fingerprint)
 }
 
 // A single-item write that meets a transaction in flight on its item gets

@@ -150,22 +150,27 @@ func (r *callRecorder) ObserveCall(o idem.Observation) {
 	r.calls = append(r.calls, o)
 }
 
-// ObserveCall is told each call's path, outcome, DynamoDB calls and
-// duration, as Observation says: 2 calls for Do's first request, 1 for
-// DoAtomic's and for a replay from the table, 0 from the cache; a duration
-// within the call's own. Observe is not called.
+// ObserveCall is told each call's path, outcome, DynamoDB calls, lease time
+// used and duration, as Observation says: 2 calls for Do's first request,
+// 1 for DoAtomic's and for a replay from the table, 0 from the cache; the
+// lease time as Observe is told it; a duration within the call's own, and
+// above zero for a call that went to DynamoDB. Observe is not called.
 func TestObserveCallTellsEachCallAsObservationSays(t *testing.T) {
 	m := &callRecorder{}
 	f := newFixture(t, withCache(100, 1<<20), func(o *idem.Options) { o.Metrics = m })
 	ctx := context.Background()
 	uncached := f.NewStore(func(o *idem.Options) { o.Metrics = m })
+	slow := func(context.Context, *idem.Tx) (idem.Response, error) {
+		f.Clock.Advance(1500 * time.Millisecond)
+		return idem.Response{StatusCode: 201}, nil
+	}
 	steps := []struct {
 		name string
 		call func() error
 		want idem.Observation
 	}{
-		{"Do's first request", func() error { _, err := f.Store.Do(ctx, req("alice", "k1", `{}`), ok); return err },
-			idem.Observation{Path: "do", Outcome: idem.OutcomeExecuted, Calls: 2}},
+		{"Do's first request", func() error { _, err := f.Store.Do(ctx, req("alice", "k1", `{}`), slow); return err },
+			idem.Observation{Path: "do", Outcome: idem.OutcomeExecuted, LeaseUsed: 1500 * time.Millisecond, Calls: 2}},
 		{"a replay from the table", func() error { _, err := uncached.Do(ctx, req("alice", "k1", `{}`), ok); return err },
 			idem.Observation{Path: "do", Outcome: idem.OutcomeReplayed, Calls: 1}},
 		{"a replay from the cache", func() error { _, err := f.Store.Do(ctx, req("alice", "k1", `{}`), ok); return err },
@@ -183,10 +188,10 @@ func TestObserveCallTellsEachCallAsObservationSays(t *testing.T) {
 			t.Fatalf("%s: %d observations after %d calls", s.name, len(m.calls), i+1)
 		}
 		got := m.calls[i]
-		if got.Duration < 0 || got.Duration > took {
+		if got.Duration < 0 || got.Duration > took || (got.Calls > 0 && got.Duration == 0) {
 			t.Errorf("%s: a duration of %v for a call that took %v", s.name, got.Duration, took)
 		}
-		got.Duration, got.LeaseUsed = 0, 0
+		got.Duration = 0
 		if got != s.want {
 			t.Errorf("%s: observed %+v, want %+v", s.name, got, s.want)
 		}
