@@ -85,7 +85,7 @@ type Store struct {
 	opts    Options
 	cache   *responseCache // nil: off
 	tracing *tracing
-	perCall callObserver // opts.Metrics, if it observes whole calls
+	perCall CallObserver // opts.Metrics, if it observes whole calls
 }
 
 // tableName is DynamoDB's rule, which emulators do not all enforce.
@@ -136,7 +136,7 @@ func New(db DynamoDBAPI, table string, optFns ...func(*Options)) (*Store, error)
 	}
 	s := &Store{table: table, opts: o, cache: newResponseCache(o.Cache), tracing: newTracing(o.TracerProvider)}
 	s.db = guarded{api: db, table: table, s: s}
-	s.perCall, _ = o.Metrics.(callObserver)
+	s.perCall, _ = o.Metrics.(CallObserver)
 	return s, nil
 }
 
