@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemkeys/idem/local/faultproxy"
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idemtest/faultproxy"
 )
 
 func TestInspectShowsTheRecord(t *testing.T) {

@@ -14,9 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkeys/idem/local/dynamo"
-	"github.com/idemkeys/idem/local/faultproxy"
 	"github.com/idemkeys/idem/pkg/idem"
 	"github.com/idemkeys/idem/pkg/idemtest"
+	"github.com/idemkeys/idem/pkg/idemtest/faultproxy"
 )
 
 // proxied is a store on the fixture's table and clock whose calls go

@@ -12,9 +12,9 @@ import (
 
 	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/dynamotest"
-	"github.com/idemkeys/idem/local/faultproxy"
 	"github.com/idemkeys/idem/pkg/idem"
 	"github.com/idemkeys/idem/pkg/idemtest"
+	"github.com/idemkeys/idem/pkg/idemtest/faultproxy"
 )
 
 // stormed is a store on the fixture's table and clock whose calls go
