@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idemtest"
 )
 
 // TestAMisconfiguredTableIsADefiniteFailure: a table that does not exist is
@@ -23,7 +23,7 @@ func TestAMisconfiguredTableIsADefiniteFailure(t *testing.T) {
 		t.Run(fmt.Sprintf("atomic %v", atomic), func(t *testing.T) {
 			var buf bytes.Buffer
 			metrics := &recorder{}
-			s, err := idem.New(dynamotest.Client(t), "no-such-table", func(o *idem.Options) {
+			s, err := idem.New(idemtest.Client(t), "no-such-table", func(o *idem.Options) {
 				o.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
 				o.Metrics = metrics
 			})

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/internal/testbed"
 )
 
 // TestCostPerRequest prices each outcome in DynamoDB calls (asserted: they
@@ -54,8 +54,8 @@ func TestCostPerRequest(t *testing.T) {
 		for _, o := range outcomes {
 			t.Run(p.name+"/"+o.name, func(t *testing.T) {
 				f := newFixture(t)
-				meter := &dynamotest.Meter{API: f.Raw}
-				counter := &dynamotest.Counter{API: meter}
+				meter := &testbed.Meter{API: f.Raw}
+				counter := &testbed.Counter{API: meter}
 				s, err := idem.New(counter, f.Table, func(o *idem.Options) { o.Clock = f.Clock.Now })
 				if err != nil {
 					t.Fatal(err)

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/pkg/idem"
 	"github.com/idemkeys/idem/pkg/idemtest"
 	"github.com/idemkeys/idem/pkg/idemtest/faultproxy"
@@ -33,7 +33,8 @@ func (f *fixture) proxied(optFns ...func(*idem.Options)) (*faultproxy.Proxy, *id
 	}
 	srv := httptest.NewServer(proxy)
 	f.T.Cleanup(srv.Close)
-	client := dynamo.NewClient(srv.URL, func(o *dynamodb.Options) {
+	client := idemtest.Client(f.T, func(o *dynamodb.Options) {
+		o.BaseEndpoint = aws.String(srv.URL)
 		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
 			so.MaxAttempts = 3
 			so.MaxBackoff = 20 * time.Millisecond

@@ -13,8 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/internal/testbed"
+	"github.com/idemkeys/idem/pkg/idemtest"
 )
 
 // misfitTable creates a table whose key schema DynamoDB refuses the record
@@ -55,14 +56,14 @@ func misfits(t *testing.T, db *dynamodb.Client) map[string]string {
 // 500), naming the table and the cause, logged once, in one call: no
 // hand-back of a lease never taken, never an unknown outcome.
 func TestATableOfAnotherKeySchemaIsMisconfigured(t *testing.T) {
-	raw := dynamotest.Client(t)
+	raw := idemtest.Client(t)
 	ctx := context.Background()
-	orders := dynamotest.Table(t, raw, "OrdersTable")
+	orders := testbed.OrdersTable(t, raw)
 	for name, table := range misfits(t, raw) {
 		for _, path := range []string{"Do", "DoAtomic", "DoAtomic with writes"} {
 			t.Run(name+" "+path, func(t *testing.T) {
 				var buf bytes.Buffer
-				db := &dynamotest.Counter{API: raw}
+				db := &testbed.Counter{API: raw}
 				metrics := &recorder{}
 				s, err := idem.New(db, table, func(o *idem.Options) {
 					o.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
@@ -115,10 +116,10 @@ func TestATableOfAnotherKeySchemaIsMisconfigured(t *testing.T) {
 // once, each in one call: a refusal is not sent again until a bound runs
 // out.
 func TestReleasesOnATableOfAnotherKeySchemaAreMisconfigured(t *testing.T) {
-	raw := dynamotest.Client(t)
+	raw := idemtest.Client(t)
 	ctx := context.Background()
 	for name, table := range misfits(t, raw) {
-		db := &dynamotest.Counter{API: raw}
+		db := &testbed.Counter{API: raw}
 		s, err := idem.New(db, table)
 		if err != nil {
 			t.Fatal(err)

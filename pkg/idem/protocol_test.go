@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/internal/testbed"
 )
 
 // createOrder is the work used throughout: one business write and a 201.
@@ -205,7 +205,7 @@ func TestWaitingDuplicateGivesUpWithInProgress(t *testing.T) {
 // claimed, never committed, never released.
 func crashAfterClaim(t *testing.T, f *fixture, r idem.Request) {
 	t.Helper()
-	dead := &dynamotest.Counter{API: f.Raw, Before: func(op string) error {
+	dead := &testbed.Counter{API: f.Raw, Before: func(op string) error {
 		if op == "PutItem" {
 			return nil
 		}
