@@ -19,6 +19,9 @@ import (
 // many times faster the cached replay was in each round, never asserted. make test runs it
 // small; make bench runs CACHE_REPLAYS=2000 and writes BENCH_OUT.
 func TestCacheReplayCost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the cache's cost measurement: go test -run TestCacheReplayCost")
+	}
 	n := envInt("CACHE_REPLAYS", 100)
 	rounds := envInt("CACHE_ROUNDS", 5)
 	f := newFixture(t)

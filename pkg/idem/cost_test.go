@@ -14,6 +14,9 @@ import (
 // are exact) and capacity units (computed by DynamoDB's rules, printed for
 // BENCHMARKS.md). The work writes one order item, as POST /orders does.
 func TestCostPerRequest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the cost measurement: go test -run TestCostPerRequest")
+	}
 	type outcome struct {
 		name  string
 		calls int

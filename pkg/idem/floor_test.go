@@ -39,6 +39,9 @@ import (
 // runs it small; make bench runs FLOOR_REQUESTS=100 FLOOR_ROUNDS=7 and
 // writes BENCH_OUT.
 func TestFloor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the floor measurement: go test -run TestFloor")
+	}
 	n := envInt("FLOOR_REQUESTS", 10)
 	rounds := envInt("FLOOR_ROUNDS", 2)
 	f := newFixture(t)

@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkeys/idem/pkg/idem"
-	"github.com/idemkeys/idem/pkg/idem/internal/testbed"
+	"github.com/idemkeys/idem/pkg/idemtest"
 )
 
 // createOrder is the work used throughout: one business write and a 201.
@@ -205,18 +205,16 @@ func TestWaitingDuplicateGivesUpWithInProgress(t *testing.T) {
 // claimed, never committed, never released.
 func crashAfterClaim(t *testing.T, f *fixture, r idem.Request) {
 	t.Helper()
-	dead := &testbed.Counter{API: f.Raw, Before: func(op string) error {
-		if op == "PutItem" {
-			return nil
-		}
-		return errors.New("process killed")
-	}}
+	dead := idemtest.NewFaults(t, f.Raw)
+	dead.Inject(idemtest.Fault{Op: idemtest.PutItem, Kind: idemtest.CrashAfter})
 	s, err := idem.New(dead, f.Table, func(o *idem.Options) { o.Clock = f.Clock.Now; o.Lease = 10 * time.Second })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Do(context.Background(), r, f.createOrder(r.Scope, "crashed", nil)); err == nil {
-		t.Fatal("a call whose process was killed after its claim succeeded")
+	if !idemtest.Invoke(context.Background(), func(ctx context.Context) {
+		_, _ = s.Do(ctx, r, f.createOrder(r.Scope, "crashed", nil))
+	}) {
+		t.Fatal("a call whose process was killed after its claim returned")
 	}
 	if str(f.Record(r.Scope, r.Key), "status") != "IN_PROGRESS" {
 		t.Fatal("crash did not leave the record in progress")
