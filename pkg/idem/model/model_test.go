@@ -100,6 +100,9 @@ func included(size string) bool {
 }
 
 func TestModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the spin models: make model")
+	}
 	if _, err := exec.LookPath("spin"); err != nil {
 		t.Fatal("spin is not installed: make deps installs it (Debian: apt-get install spin)")
 	}
