@@ -166,6 +166,14 @@
 // no time: a test measures the Store's retrying, and a real storm adds the
 // SDK's backoff to each call.
 //
+// # Streams
+//
+// StreamEvent reads the stream of a table of the engine (one created with a
+// StreamSpecification) into the events.DynamoDBEvent Lambda would deliver,
+// for a test of a DynamoDB Streams consumer: write to the table, read its
+// changes, and hand them to the handler whole, again, or from a failure on,
+// as Lambda redelivers from its checkpoint.
+//
 // # Examples
 //
 // go doc prints no Examples. Read them in this package's example_test.go
