@@ -19,30 +19,64 @@ import (
 	"github.com/idemkeys/idem/pkg/idemtest"
 )
 
-// changes is a DynamoDB Streams consumer under test: a source table whose
-// stream it reads, and a ledger where each change it applies appends the
-// change's version to its item's list, so the list says both how often
-// and in which order an item's changes took effect.
-type changes struct {
-	t              *testing.T
-	s              *idemtest.Store
-	source, ledger string
+// ledger is where a stream consumer under test applies a record: its
+// version appended to its key's list, so that the list says both how often
+// and in which order a key's records took effect.
+type ledger struct {
+	t     *testing.T
+	s     *idemtest.Store
+	table string
+}
 
-	mu   sync.Mutex
-	fail map[string]int // a change ("a@2") fails this many more times
+func accountTable(name string) *dynamodb.CreateTableInput {
+	return &dynamodb.CreateTableInput{TableName: aws.String(name),
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("account"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("account"), KeyType: types.KeyTypeHash}}}
+}
+
+func newLedger(t *testing.T) *ledger {
+	t.Helper()
+	s := idemtest.NewStore(t)
+	return &ledger{t: t, s: s, table: idemtest.CreateTable(t, s.Client, accountTable("ledger"))}
+}
+
+// add is the write that appends version to account's list.
+func (l *ledger) add(account, version string) types.TransactWriteItem {
+	return types.TransactWriteItem{Update: &types.Update{TableName: aws.String(l.table),
+		Key:              map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: account}},
+		UpdateExpression: aws.String("SET versions = list_append(if_not_exists(versions, :none), :v)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":none": &types.AttributeValueMemberL{},
+			":v": &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberN{Value: version}}}},
+	}}
+}
+
+// failing is a record ("a@2") the test makes fail this many more times.
+type failing struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (f *failing) now(name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n[name]--
+	return f.n[name] >= 0
+}
+
+// changes is a DynamoDB Streams consumer under test: a source table whose
+// stream it reads, and a ledger where it applies each change.
+type changes struct {
+	*ledger
+	source string
+	fail   failing
 }
 
 func newChanges(t *testing.T) *changes {
 	t.Helper()
-	s := idemtest.NewStore(t)
-	key := func(name string) *dynamodb.CreateTableInput {
-		return &dynamodb.CreateTableInput{TableName: aws.String(name),
-			AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("account"), AttributeType: types.ScalarAttributeTypeS}},
-			KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("account"), KeyType: types.KeyTypeHash}}}
-	}
-	src := key("accounts")
+	l := newLedger(t)
+	src := accountTable("accounts")
 	src.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages}
-	return &changes{t: t, s: s, source: idemtest.CreateTable(t, s.Client, src), ledger: idemtest.CreateTable(t, s.Client, key("ledger")), fail: map[string]int{}}
+	return &changes{ledger: l, source: idemtest.CreateTable(t, l.s.Client, src), fail: failing{n: map[string]int{}}}
 }
 
 // write puts versions of accounts into the source table, in order ("a@1",
@@ -68,19 +102,10 @@ func name(r *events.DynamoDBEventRecord) string {
 // apply is the consumer's work: the change's version appended to its
 // account's list in the ledger, unless the test made it fail.
 func (c *changes) apply(ctx context.Context, ev idemlambda.Event[events.DynamoDBEventRecord], tx *idem.Tx) error {
-	c.mu.Lock()
-	failing := c.fail[name(ev.Event)] > 0
-	c.fail[name(ev.Event)]--
-	c.mu.Unlock()
-	if failing {
+	if c.fail.now(name(ev.Event)) {
 		return errors.New("the ledger refused " + name(ev.Event))
 	}
-	tx.Add(types.TransactWriteItem{Update: &types.Update{TableName: aws.String(c.ledger),
-		Key:              map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: ev.Event.Change.Keys["account"].String()}},
-		UpdateExpression: aws.String("SET versions = list_append(if_not_exists(versions, :none), :v)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":none": &types.AttributeValueMemberL{},
-			":v": &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberN{Value: ev.Event.Change.NewImage["version"].Number()}}}},
-	}}, nil)
+	tx.Add(c.add(ev.Event.Change.Keys["account"].String(), ev.Event.Change.NewImage["version"].Number()), nil)
 	return nil
 }
 
@@ -88,18 +113,18 @@ func (c *changes) door(s idemlambda.Doer) func(context.Context, events.DynamoDBE
 	return idemlambda.DynamoDBStream(s, c.apply, func(o *idemlambda.ConsumerOptions[events.DynamoDBEventRecord]) { o.Scope = "ledger" })
 }
 
-// ledgerOf is the versions of account that took effect, in their order.
-func (c *changes) ledgerOf(account string) string {
-	c.t.Helper()
-	out, err := c.s.Client.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(c.ledger), ConsistentRead: aws.Bool(true),
+// of is the versions of account that took effect, in their order.
+func (l *ledger) of(account string) string {
+	l.t.Helper()
+	out, err := l.s.Client.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(l.table), ConsistentRead: aws.Bool(true),
 		Key: map[string]types.AttributeValue{"account": &types.AttributeValueMemberS{Value: account}}})
 	if err != nil {
-		c.t.Fatal(err)
+		l.t.Fatal(err)
 	}
-	l, _ := out.Item["versions"].(*types.AttributeValueMemberL)
+	list, _ := out.Item["versions"].(*types.AttributeValueMemberL)
 	var vs []string
-	if l != nil {
-		for _, v := range l.Value {
+	if list != nil {
+		for _, v := range list.Value {
 			vs = append(vs, v.(*types.AttributeValueMemberN).Value)
 		}
 	}
@@ -107,11 +132,11 @@ func (c *changes) ledgerOf(account string) string {
 }
 
 // want fails the test unless each account's ledger is as given.
-func (c *changes) want(ledgers map[string]string) {
-	c.t.Helper()
+func (l *ledger) want(ledgers map[string]string) {
+	l.t.Helper()
 	for account, want := range ledgers {
-		if got := c.ledgerOf(account); got != want {
-			c.t.Errorf("%s's ledger %s, want %s", account, got, want)
+		if got := l.of(account); got != want {
+			l.t.Errorf("%s's ledger %s, want %s", account, got, want)
 		}
 	}
 }
@@ -166,7 +191,7 @@ func TestStreamChangesTakeEffectOnceInOrder(t *testing.T) {
 func TestAFailedChangeHoldsBackItsItemOnly(t *testing.T) {
 	c := newChanges(t)
 	recs := c.write("a@1", "a@2", "b@1", "a@3", "b@2")
-	c.fail["a@2"] = 1
+	c.fail.n["a@2"] = 1
 	handle := c.door(c.s.Store)
 	resp, _ := handle(context.Background(), events.DynamoDBEvent{Records: recs})
 	if got := named(t, recs, resp); got != "a@2" {
@@ -186,7 +211,7 @@ func TestAFailedChangeHoldsBackItsItemOnly(t *testing.T) {
 func TestTheAnswerNamesTheFirstFailure(t *testing.T) {
 	c := newChanges(t)
 	recs := c.write("a@1", "b@1", "a@2", "b@2")
-	c.fail["b@1"], c.fail["a@2"] = 1, 1
+	c.fail.n["b@1"], c.fail.n["a@2"] = 1, 1
 	handle := c.door(c.s.Store)
 	resp, _ := handle(context.Background(), events.DynamoDBEvent{Records: recs})
 	if got := named(t, recs, resp); got != "b@1" {
@@ -208,7 +233,7 @@ func TestTheAnswerNamesTheFirstFailure(t *testing.T) {
 func TestProcessingPastAFailedChangeReordersItsItem(t *testing.T) {
 	c := newChanges(t)
 	recs := c.write("a@1", "a@2", "a@3")
-	c.fail["a@2"] = 1
+	c.fail.n["a@2"] = 1
 	handle := c.door(c.s.Store)
 	var first events.DynamoDBEventResponse
 	for _, r := range recs {
