@@ -1,10 +1,12 @@
 package idemlambda_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -177,4 +179,20 @@ func TestAKinesisRecordInProgressElsewhereIsNotAcknowledged(t *testing.T) {
 		t.Fatalf("after the lease: %v, want no failure", resp)
 	}
 	p.want(map[string]string{"a": "[1 2]", "b": "[1]"})
+}
+
+// A record that fails is logged with its eventID, for the operator who
+// finds it in the mapping's on-failure destination; the records it holds
+// back are not (they did not fail, they wait).
+func TestAFailedRecordIsLoggedWithItsID(t *testing.T) {
+	p := newPostings(t)
+	var buf bytes.Buffer
+	recs := kinesisRecords(1, "a@1", "a@2")
+	p.fail.n["a@1"] = 1
+	_, _ = p.door(p.s.Store, func(o *idemlambda.ConsumerOptions[events.KinesisEventRecord]) {
+		o.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
+	})(context.Background(), events.KinesisEvent{Records: recs})
+	if n := strings.Count(buf.String(), "\n"); n != 1 || !strings.Contains(buf.String(), `"record_id":"`+recs[0].EventID+`"`) || !strings.Contains(buf.String(), "refused a@1") {
+		t.Fatalf("log %s: want one line, for a@1, with its eventID", buf.String())
+	}
 }
