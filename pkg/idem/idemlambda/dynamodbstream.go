@@ -40,12 +40,12 @@ func DynamoDBStream(s Doer, h EventHandler[events.DynamoDBEventRecord], optFns .
 	}
 	c.raw = func(r *events.DynamoDBEventRecord) (string, []byte) { return r.EventName, marshal(r.Change) }
 	read := func(r *events.DynamoDBEventRecord) streamRecord {
-		return streamRecord{seq: r.Change.SequenceNumber, orderKey: string(marshal(r.Change.Keys)), id: r.EventID}
+		return streamRecord{orderKey: string(marshal(r.Change.Keys)), id: r.EventID}
 	}
 	return func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 		var resp events.DynamoDBEventResponse
-		if seq := c.streamBatch(ctx, s, h, ev.Records, read); seq != "" {
-			resp.BatchItemFailures = []events.DynamoDBBatchItemFailure{{ItemIdentifier: seq}}
+		if i := c.streamBatch(ctx, s, h, ev.Records, read); i >= 0 {
+			resp.BatchItemFailures = []events.DynamoDBBatchItemFailure{{ItemIdentifier: ev.Records[i].Change.SequenceNumber}}
 		}
 		return resp, nil
 	}

@@ -44,12 +44,12 @@ func Kinesis(s Doer, h EventHandler[events.KinesisEventRecord], optFns ...func(*
 	}
 	c.raw = func(r *events.KinesisEventRecord) (string, []byte) { return c.Scope, r.Kinesis.Data }
 	read := func(r *events.KinesisEventRecord) streamRecord {
-		return streamRecord{seq: r.Kinesis.SequenceNumber, orderKey: r.Kinesis.PartitionKey, id: r.EventID}
+		return streamRecord{orderKey: r.Kinesis.PartitionKey, id: r.EventID}
 	}
 	return func(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
 		var resp events.KinesisEventResponse
-		if seq := c.streamBatch(ctx, s, h, ev.Records, read); seq != "" {
-			resp.BatchItemFailures = []events.KinesisBatchItemFailure{{ItemIdentifier: seq}}
+		if i := c.streamBatch(ctx, s, h, ev.Records, read); i >= 0 {
+			resp.BatchItemFailures = []events.KinesisBatchItemFailure{{ItemIdentifier: ev.Records[i].Kinesis.SequenceNumber}}
 		}
 		return resp, nil
 	}

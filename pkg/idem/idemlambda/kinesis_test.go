@@ -196,3 +196,39 @@ func TestAFailedRecordIsLoggedWithItsID(t *testing.T) {
 		t.Fatalf("log %s: want one line, for a@1, with its eventID", buf.String())
 	}
 }
+
+// A record whose event id was applied with other data (a producer that
+// reused an id) is refused, and a record whose handler panics fails: each
+// holds back its own partition key's later records, on every delivery.
+func TestARefusedOrPanickingRecordHoldsBackItsPartitionKey(t *testing.T) {
+	p := newPostings(t)
+	recs := kinesisRecords(1, "a@1", "a@2", "b@1", "b@2", "c@1")
+	recs[1].Kinesis.Data = []byte(strings.Replace(string(recs[1].Kinesis.Data), "e-a@2", "e-a@1", 1)) // a@2 under a@1's id
+	handle := idemlambda.Kinesis(p.s.Store, func(ctx context.Context, ev idemlambda.Event[events.KinesisEventRecord], tx *idem.Tx) error {
+		if ev.Key == "e-b@1" {
+			panic("b@1")
+		}
+		return p.apply(ctx, ev, tx)
+	}, func(o *idemlambda.ConsumerOptions[events.KinesisEventRecord]) { o.Scope, o.Key = "ledger", eventID })
+	for range 2 {
+		resp, _ := handle(context.Background(), events.KinesisEvent{Records: recs})
+		if again := kinesisFrom(t, recs, resp); len(again) != 4 {
+			t.Fatalf("the answer %v, want a@2's sequence number, refused", resp.BatchItemFailures)
+		}
+	}
+	p.want(map[string]string{"a": "[1]", "b": "[]", "c": "[1]"})
+}
+
+// A failed record without a sequence number (never from Lambda) is not
+// taken for success: the answer names it, with an empty identifier, which
+// Lambda takes as the whole batch failed.
+func TestAFailedRecordWithoutASequenceNumberFailsTheBatch(t *testing.T) {
+	p := newPostings(t)
+	recs := kinesisRecords(1, "a@1", "b@1")
+	recs[0].Kinesis.SequenceNumber = ""
+	p.fail.n["a@1"] = 1
+	resp, _ := p.door(p.s.Store)(context.Background(), events.KinesisEvent{Records: recs})
+	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "" {
+		t.Fatalf("the answer %v, want one failure with an empty identifier", resp.BatchItemFailures)
+	}
+}
