@@ -2,8 +2,9 @@
 // engine for the test binary, a fresh idempotency table per test, a Store
 // on it with a clock the test moves, faults on the Store's DynamoDB calls
 // (the lost answers, late landings, throttles, storms and conflicts that
-// pkg/idem exists to survive), and crashes of an invocation at a chosen
-// point. It needs nothing beyond pkg/idem's own dependencies.
+// pkg/idem exists to survive), crashes of an invocation at a chosen point,
+// and a table's stream as Lambda delivers it. It needs nothing beyond the
+// dependencies of pkg/idem and its doors (aws-lambda-go's events).
 //
 // # Setting up
 //
