@@ -46,7 +46,7 @@ func startKinesalite(t *testing.T) *kinesalite {
 	}
 	cli := filepath.Join(installKinesalite(t), "node_modules", "kinesalite", "cli.js")
 	port := freePort(t)
-	cmd := exec.Command(node, cli, "--port", strconv.Itoa(port), "--createStreamMs", "0", "--deleteStreamMs", "0", "--updateStreamMs", "0") //nolint:gosec // G204: the node on PATH, running the pinned install
+	cmd := exec.Command(node, cli, "--port", strconv.Itoa(port), "--createStreamMs", "0", "--deleteStreamMs", "0", "--updateStreamMs", "0")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func installKinesalite(t *testing.T) string {
 	if _, err := os.Stat(filepath.Join(dest, "node_modules", "kinesalite", "cli.js")); err == nil {
 		return dest
 	}
-	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil { //nolint:gosec // G301: a cache of a public npm package
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	tmp, err := os.MkdirTemp(filepath.Dir(dest), filepath.Base(dest)+".partial-")
@@ -99,7 +99,7 @@ func installKinesalite(t *testing.T) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(tmp, f), b, 0o644); err != nil { //nolint:gosec // G306: a public package's manifest
+		if err := os.WriteFile(filepath.Join(tmp, f), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
