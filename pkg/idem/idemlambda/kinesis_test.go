@@ -232,3 +232,27 @@ func TestAFailedRecordWithoutASequenceNumberFailsTheBatch(t *testing.T) {
 		t.Fatalf("the answer %v, want one failure with an empty identifier", resp.BatchItemFailures)
 	}
 }
+
+// A stream door without a scope is a mistake in its options, found when
+// it is built: a panic with ErrInvalidOptions, as every consumer's.
+func TestStreamDoorsNeedAScope(t *testing.T) {
+	s := idemtest.NewStore(t)
+	builds := map[string]func(){
+		"Kinesis": func() {
+			idemlambda.Kinesis(s, func(context.Context, idemlambda.Event[events.KinesisEventRecord], *idem.Tx) error { return nil })
+		},
+		"DynamoDBStream": func() {
+			idemlambda.DynamoDBStream(s, func(context.Context, idemlambda.Event[events.DynamoDBEventRecord], *idem.Tx) error { return nil })
+		},
+	}
+	for name, build := range builds {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if err, _ := recover().(error); !errors.Is(err, idem.ErrInvalidOptions) {
+					t.Fatalf("built: %v, want a panic with ErrInvalidOptions", err)
+				}
+			}()
+			build()
+		})
+	}
+}
