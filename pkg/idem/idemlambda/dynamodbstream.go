@@ -16,22 +16,25 @@ import (
 // otherwise; the fingerprint is its eventName and its change (keys,
 // images, sequence number). It panics without ConsumerOptions.Scope.
 //
-// A change that fails (an error, a panic, its id held by another delivery)
-// fails the changes after it to the same item (the same Keys) unprocessed,
+// A change that fails (an error, a panic, its id held by another delivery
+// or processed with another change) fails the changes after it to the
+// same item (the same Keys) unprocessed,
 // so an item's changes take effect in stream order; changes to other items
 // go on. The answer names the first failed change only: Lambda checkpoints
-// there and redelivers every change after it, and those processed already
-// are skipped.
+// there and sends it and every change after it again, and those processed
+// already are skipped.
 //
 // The mapping (SAM: an Events entry of Type DynamoDB) needs
 // FunctionResponseTypes: [ReportBatchItemFailures]; without it Lambda
 // takes the answer for success and moves past a failed change. Set
 // BisectBatchOnFunctionError (an invocation that dies or times out is
 // split until its change is found), MaximumRetryAttempts, and a
-// DestinationConfig OnFailure queue or topic: a change whose retries are
-// spent is skipped, its description sent there, and the later changes to
-// its item then take effect without it. The stream keeps a change 24
-// hours; one still failing then is lost unseen without that destination.
+// DestinationConfig OnFailure queue or topic: once a change's retries are
+// spent, Lambda skips the batch it was retrying (the changes to its item
+// held back among them), sends the batch's description there, and
+// moves on; the later changes to its item then take effect without them. The stream keeps a
+// change 24 hours; one still failing then is lost unseen without that
+// destination.
 func DynamoDBStream(s Doer, h EventHandler[events.DynamoDBEventRecord], optFns ...func(*ConsumerOptions[events.DynamoDBEventRecord])) func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	c := newConsumer("DynamoDBStream", optFns)
 	c.kind = "DYNAMODB"

@@ -25,17 +25,18 @@ import (
 // or processed with other data) fails the records after it with its
 // partition key unprocessed, so a key's records take effect in stream
 // order; records of other keys go on. The answer names the first failed
-// record only: Lambda checkpoints there and redelivers every record after
-// it, and those processed already are skipped.
+// record only: Lambda checkpoints there and sends it and every record
+// after it again, and those processed already are skipped.
 //
 // The mapping (SAM: an Events entry of Type Kinesis) needs
 // FunctionResponseTypes: [ReportBatchItemFailures]; without it Lambda
 // takes the answer for success and moves past a failed record. Set
 // BisectBatchOnFunctionError (an invocation that dies or times out is
 // split until its record is found), MaximumRetryAttempts, and a
-// DestinationConfig OnFailure queue or topic: a record whose retries are
-// spent is skipped, its description sent there, and the later records of
-// its key then take effect without it.
+// DestinationConfig OnFailure queue or topic: once a record's retries are
+// spent, Lambda skips the batch it was retrying (the records of its key
+// held back among them), sends the batch's description there, and
+// moves on; the later records of its key then take effect without them.
 func Kinesis(s Doer, h EventHandler[events.KinesisEventRecord], optFns ...func(*ConsumerOptions[events.KinesisEventRecord])) func(context.Context, events.KinesisEvent) (events.KinesisEventResponse, error) {
 	c := newConsumer("Kinesis", optFns)
 	c.kind = "KINESIS"
