@@ -109,8 +109,20 @@ func (c *changes) apply(ctx context.Context, ev idemlambda.Event[events.DynamoDB
 	return nil
 }
 
-func (c *changes) door(s idemlambda.Doer) func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-	return idemlambda.DynamoDBStream(s, c.apply, func(o *idemlambda.ConsumerOptions[events.DynamoDBEventRecord]) { o.Scope = "ledger" })
+func (c *changes) door(s idemlambda.Doer, optFns ...func(*idemlambda.ConsumerOptions[events.DynamoDBEventRecord])) func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	return idemlambda.DynamoDBStream(s, c.apply, append([]func(*idemlambda.ConsumerOptions[events.DynamoDBEventRecord]){
+		func(o *idemlambda.ConsumerOptions[events.DynamoDBEventRecord]) { o.Scope = "ledger" },
+	}, optFns...)...)
+}
+
+// paths runs test under Do and under Atomic (DoAtomic), which hold the
+// same order.
+func paths(t *testing.T, test func(t *testing.T, atomic func(*idemlambda.ConsumerOptions[events.DynamoDBEventRecord]))) {
+	for _, atomic := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Do", true: "Atomic"}[atomic], func(t *testing.T) {
+			test(t, func(o *idemlambda.ConsumerOptions[events.DynamoDBEventRecord]) { o.Atomic = atomic })
+		})
+	}
 }
 
 // of is the versions of account that took effect, in their order.
@@ -172,16 +184,18 @@ func named(t *testing.T, recs []events.DynamoDBEventRecord, resp events.DynamoDB
 // again, and in overlapping batches (a retry of a batch that had been
 // applied): each change takes effect once, in its item's order.
 func TestStreamChangesTakeEffectOnceInOrder(t *testing.T) {
-	c := newChanges(t)
-	recs := c.write("a@1", "b@1", "a@2", "b@2", "a@3")
-	handle := c.door(c.s.Store)
-	for _, batch := range [][]events.DynamoDBEventRecord{recs, recs, recs[1:4], recs[2:]} {
-		resp, err := handle(context.Background(), events.DynamoDBEvent{Records: batch})
-		if err != nil || len(resp.BatchItemFailures) != 0 {
-			t.Fatalf("%v, %v: want no failure", resp, err)
+	paths(t, func(t *testing.T, atomic func(*idemlambda.ConsumerOptions[events.DynamoDBEventRecord])) {
+		c := newChanges(t)
+		recs := c.write("a@1", "b@1", "a@2", "b@2", "a@3")
+		handle := c.door(c.s.Store, atomic)
+		for _, batch := range [][]events.DynamoDBEventRecord{recs, recs, recs[1:4], recs[2:]} {
+			resp, err := handle(context.Background(), events.DynamoDBEvent{Records: batch})
+			if err != nil || len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("%v, %v: want no failure", resp, err)
+			}
 		}
-	}
-	c.want(map[string]string{"a": "[1 2 3]", "b": "[1 2]"})
+		c.want(map[string]string{"a": "[1 2 3]", "b": "[1 2]"})
+	})
 }
 
 // A change that fails in the middle of a batch holds back the later
@@ -189,20 +203,22 @@ func TestStreamChangesTakeEffectOnceInOrder(t *testing.T) {
 // failure, and the redelivery from that checkpoint applies the rest of its
 // item in order while the other item's changes are skipped as done.
 func TestAFailedChangeHoldsBackItsItemOnly(t *testing.T) {
-	c := newChanges(t)
-	recs := c.write("a@1", "a@2", "b@1", "a@3", "b@2")
-	c.fail.n["a@2"] = 1
-	handle := c.door(c.s.Store)
-	resp, _ := handle(context.Background(), events.DynamoDBEvent{Records: recs})
-	if got := named(t, recs, resp); got != "a@2" {
-		t.Fatalf("the answer names %q, want a@2, the first failure", got)
-	}
-	c.want(map[string]string{"a": "[1]", "b": "[1 2]"})
-	again := from(t, recs, resp)
-	if resp, _ = handle(context.Background(), events.DynamoDBEvent{Records: again}); len(resp.BatchItemFailures) != 0 {
-		t.Fatalf("the redelivery from the checkpoint: %v, want no failure", resp)
-	}
-	c.want(map[string]string{"a": "[1 2 3]", "b": "[1 2]"})
+	paths(t, func(t *testing.T, atomic func(*idemlambda.ConsumerOptions[events.DynamoDBEventRecord])) {
+		c := newChanges(t)
+		recs := c.write("a@1", "a@2", "b@1", "a@3", "b@2")
+		c.fail.n["a@2"] = 1
+		handle := c.door(c.s.Store, atomic)
+		resp, _ := handle(context.Background(), events.DynamoDBEvent{Records: recs})
+		if got := named(t, recs, resp); got != "a@2" {
+			t.Fatalf("the answer names %q, want a@2, the first failure", got)
+		}
+		c.want(map[string]string{"a": "[1]", "b": "[1 2]"})
+		again := from(t, recs, resp)
+		if resp, _ = handle(context.Background(), events.DynamoDBEvent{Records: again}); len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("the redelivery from the checkpoint: %v, want no failure", resp)
+		}
+		c.want(map[string]string{"a": "[1 2 3]", "b": "[1 2]"})
+	})
 }
 
 // With two items failing, the answer names the earlier failure, where
