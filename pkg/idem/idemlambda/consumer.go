@@ -2,7 +2,6 @@ package idemlambda
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,9 +40,10 @@ type ConsumerOptions[E any] struct {
 	// SQSAttribute reads a producer's id from a message attribute.
 	Key func(ev *E) (string, error)
 	// Fingerprint chooses what of the event makes two events with one id
-	// the same event, hashed as JSON. The default is an SQS message's
-	// body, an EventBridge event's source, detail type and detail, a
-	// function's whole input.
+	// the same event, hashed as JSON (idem.FingerprintValue: map keys
+	// that differ only in case are two keys). The default is an SQS
+	// message's body, an EventBridge event's source, detail type and
+	// detail, a function's whole input.
 	Fingerprint func(ev *E) any
 	// Atomic runs the handler with DoAtomic instead of Do.
 	Atomic bool
@@ -132,11 +132,7 @@ func (c *consumer[E]) logFailure(what, id string, err error) {
 // refused (to the dead-letter queue, in time) rather than skipped unseen.
 func (c *consumer[E]) fingerprint(ev *E) (string, error) {
 	if c.Fingerprint != nil {
-		what, err := json.Marshal(c.Fingerprint(ev))
-		if err != nil {
-			return "", fmt.Errorf("%w: %v", idem.ErrInvalidBody, err) //nolint:errorlint // ErrInvalidBody is the answer; an error from the option's MarshalJSON must not match another sentinel
-		}
-		return idem.Fingerprint(c.kind, c.Scope, what, true)
+		return idem.FingerprintValue(c.kind, c.Scope, c.Fingerprint(ev))
 	}
 	route, body := c.raw(ev)
 	return idem.Fingerprint(c.kind, route, body, false)
