@@ -191,7 +191,9 @@ type Work func(ctx context.Context, tx *Tx) (Response, error)
 // different fingerprint fails with ErrFingerprintMismatch. If work fails, its
 // error is returned and the lease lapsed: the key stays bound to req, whose
 // retry takes it over at once. If the lease was taken over while work ran,
-// nothing is committed and Do fails with ErrLeaseLost. It sends the claim,
+// nothing is committed and Do fails with ErrLeaseLost. A call contends for
+// the key (a claim, a takeover) at most four times: one that loses each
+// time, however busy the key, fails with ErrInProgress. It sends the claim,
 // a PutItem, then the commit: one TransactWriteItems with the writes, or a
 // PutItem of the record alone when work wrote none.
 func (s *Store) Do(ctx context.Context, req Request, work Work) (res Result, err error) {
