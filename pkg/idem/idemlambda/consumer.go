@@ -25,6 +25,13 @@ type Event[E any] struct {
 // or a panic, leaves the event unprocessed, to be delivered again; a panic
 // fails its own event only, as an error carrying the panic's value and
 // stack.
+//
+// A write added with an idem.ConflictFunc whose condition fails makes the
+// function's idem.Response the event's outcome, stored without any of the
+// event's writes: the event counts as processed, and its redeliveries are
+// skipped. The consumer reads nothing of that Response but its status: a
+// 5xx, like an error from the function, leaves the event unprocessed, to
+// be delivered again.
 type EventHandler[E any] func(ctx context.Context, ev Event[E], tx *idem.Tx) error
 
 // ConsumerOptions configure SQS, EventBridge and Function. The zero value
@@ -52,6 +59,11 @@ type ConsumerOptions[E any] struct {
 	// writes to tx commit alone, in one transaction (idem.Store.Commit:
 	// Function panics when built with PassThrough on a Doer without it).
 	PassThrough bool
+	// FailGroupOnly (SQS only): on a FIFO queue, a failure fails the later
+	// messages of its own message group only, as Powertools' FIFO
+	// processor can, and the other groups' messages are processed, each
+	// group still in order. By default it fails every later message.
+	FailGroupOnly bool
 	// Logger receives a line for each event that failed, on SQS and
 	// EventBridge (default: none); Function returns its errors instead.
 	Logger *slog.Logger
