@@ -162,7 +162,7 @@ func TestItemSizeFollowsDynamoDBRules(t *testing.T) {
 	}{
 		{"string", map[string]types.AttributeValue{"ab": &types.AttributeValueMemberS{Value: "héllo"}}, 2 + 6},
 		{"number", map[string]types.AttributeValue{"n": &types.AttributeValueMemberN{Value: "12345"}}, 1 + 3 + 1},
-		{"number zeroes trimmed", map[string]types.AttributeValue{"n": &types.AttributeValueMemberN{Value: "-001200.00"}}, 1 + 1 + 1},
+		{"number zeroes trimmed", map[string]types.AttributeValue{"n": &types.AttributeValueMemberN{Value: "-001200.00"}}, 1 + 1 + 1 + 1}, // a pair of digits, the sign
 		{"binary", map[string]types.AttributeValue{"b": &types.AttributeValueMemberB{Value: []byte{1, 2, 3}}}, 1 + 3},
 		{"bool and null", map[string]types.AttributeValue{"t": &types.AttributeValueMemberBOOL{Value: true}, "z": &types.AttributeValueMemberNULL{Value: true}}, 2 + 2},
 		{"empty map", map[string]types.AttributeValue{"m": &types.AttributeValueMemberM{}}, 1 + 3},
