@@ -27,6 +27,7 @@ package idemhttp
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -34,7 +35,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemkeys/idem/internal/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
 	"github.com/idemkeys/idem/pkg/idem/internal/door"
 )
@@ -108,10 +108,11 @@ type Options[E any] struct {
 // Refusal turns a request away with its own status: a Parse returns it as
 // its error, before the key is claimed, so that the client may correct the
 // request under the same key; a handler returns it to store nothing (the
-// lease is lapsed, and the retry runs the handler again). The door answers
-// StatusCode with problem details whose code is Code and whose detail is
-// Message, without Retry-After. A nil *Refusal returned as an error
-// refuses nothing.
+// lease is lapsed, and the retry runs the handler again). The door finds
+// it with errors.As, so it may be wrapped. The door answers StatusCode
+// with problem details whose code is Code and whose detail is Message,
+// without Retry-After. A nil *Refusal returned as an error refuses
+// nothing. Every door of idemlambda takes this same type.
 type Refusal struct {
 	StatusCode int    // the answer's status, a 4xx
 	Code       string // the problem's code: stable, machine-readable
@@ -128,9 +129,10 @@ func (r *Refusal) Error() string {
 // TransientError is a handler's failure the client should retry under the
 // same key: the lease is lapsed and nothing is stored, and the door answers
 // StatusCode (503 unless it is a 5xx) with problem details of Code and
-// Retry-After.
+// Retry-After. The door finds it with errors.As, so it may be wrapped.
+// Every door of idemlambda takes this same type.
 type TransientError struct {
-	StatusCode int
+	StatusCode int           // the answer's status, a 5xx (503 otherwise)
 	RetryAfter time.Duration // sent in whole seconds, rounded up, at least 1
 	Code       string        // the problem's code: stable, machine-readable
 	Err        error         // the cause, for errors.Is and the logs; not sent
@@ -138,6 +140,30 @@ type TransientError struct {
 
 func (e *TransientError) Error() string { return fmt.Sprintf("transient (%s): %v", e.Code, e.Err) }
 func (e *TransientError) Unwrap() error { return e.Err }
+
+// errorTypes are the readers of Refusal and TransientError that Wrap
+// hands door: door, which this package imports, cannot name them.
+// (idemlambda, whose names for the types are aliases of these, has its own.)
+var errorTypes = door.Errors{Refusal: refusalIn, Transient: transientIn}
+
+func refusalIn(err error) (*door.Refused, bool) {
+	var r *Refusal
+	switch {
+	case !errors.As(err, &r):
+		return nil, false
+	case r == nil:
+		return nil, true // a typed nil: no refusal
+	}
+	return &door.Refused{Status: r.StatusCode, Code: r.Code, Message: r.Message}, true
+}
+
+func transientIn(err error) *door.Transient {
+	var t *TransientError
+	if !errors.As(err, &t) || t == nil {
+		return nil
+	}
+	return &door.Transient{Status: t.StatusCode, RetryAfter: t.RetryAfter, Code: t.Code}
+}
 
 // Problem is the door's own problem details answer for status, code and
 // detail (RFC 9457: application/problem+json with type, title, status,
@@ -151,10 +177,11 @@ func Problem(base string, status int, code, detail string) idem.Response {
 	return door.Problem(base, status, code, detail)
 }
 
-// Header names of the IETF draft "The Idempotency-Key HTTP Header Field".
+// Header names of the IETF draft "The Idempotency-Key HTTP Header Field",
+// as every door of pkg/idem reads and writes them.
 const (
-	HeaderIdempotencyKey = "Idempotency-Key"
-	HeaderReplayed       = "Idempotent-Replayed"
+	HeaderIdempotencyKey = door.HeaderIdempotencyKey
+	HeaderReplayed       = door.HeaderReplayed
 )
 
 // ParseKey returns the key an Idempotency-Key header value carries: a bare
@@ -170,14 +197,14 @@ func Wrap[B any](s Doer, parse Parse[B], h Handler[http.Request, B], optFns ...f
 	for _, fn := range optFns {
 		fn(&o)
 	}
-	c := door.NewConfig[Refusal, TransientError](o.MaxBodyBytes, o.Atomic, o.ProblemBase, o.Logger)
+	c := door.NewConfig(door.Config{MaxBody: o.MaxBodyBytes, Atomic: o.Atomic, ProblemBase: o.ProblemBase, Logger: o.Logger, Errors: errorTypes})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		in := read(r, c.MaxBody)
-		resp := door.Serve(r.Context(), s, c, r, o.Scope(r), in, parse, func(ctx context.Context, r *http.Request, body B, scope, key string, tx *idem.Tx) (idem.Response, error) {
-			// The request carries the work's context: its deadline is the
-			// lease's, less the commit's reserve.
-			return h(ctx, Request[http.Request, B]{Event: r.WithContext(ctx), Body: body, Scope: scope, Key: key}, tx)
-		})
+		resp := door.Serve(r.Context(), s, c, door.Call[B]{Scope: o.Scope(r), In: read(r, c.MaxBody), Parse: parse,
+			Handle: func(ctx context.Context, a door.Admitted[B], tx *idem.Tx) (idem.Response, error) {
+				// The request carries the work's context: its deadline is
+				// the lease's, less the commit's reserve.
+				return h(ctx, Request[http.Request, B]{Event: r.WithContext(ctx), Body: a.Body, Scope: a.Scope, Key: a.Key}, tx)
+			}})
 		header := w.Header()
 		for k, v := range resp.Header {
 			header.Set(k, v)
@@ -193,9 +220,9 @@ func Wrap[B any](s Doer, parse Parse[B], h Handler[http.Request, B], optFns ...f
 // read reads a request's body, up to one byte past the limit.
 func read(r *http.Request, maxBody int) door.Inbound {
 	body, err := io.ReadAll(io.LimitReader(r.Body, int64(maxBody)+1))
-	refusal := httpapi.CheckSize(len(body), maxBody)
+	refusal := door.CheckSize(len(body), maxBody)
 	if err != nil && refusal == nil {
-		refusal = &httpapi.Refusal{StatusCode: http.StatusBadRequest, Code: "invalid_body", Message: "the body could not be read"}
+		refusal = door.Unreadable()
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body)) // for a handler that reads it raw
 	key := r.Header.Values(HeaderIdempotencyKey)

@@ -14,10 +14,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/idemkeys/idem/internal/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
 	"github.com/idemkeys/idem/pkg/idem/idemhttp"
 	"github.com/idemkeys/idem/pkg/idem/idemlambda"
+	"github.com/idemkeys/idem/pkg/idem/internal/door"
 	"github.com/idemkeys/idem/pkg/idem/internal/testbed"
 	"github.com/idemkeys/idem/pkg/idemtest"
 )
@@ -280,7 +280,7 @@ func checkProblem(t *testing.T, status int, contentType string, body []byte) {
 		Type, Title, Detail, Code string
 		Status                    int
 	}
-	if contentType != httpapi.ContentType || json.Unmarshal(body, &p) != nil {
+	if contentType != door.ContentType || json.Unmarshal(body, &p) != nil {
 		t.Fatalf("answer %d is not problem details: %s %q", status, contentType, body)
 	}
 	if p.Code == "" || p.Type != "about:blank" || p.Title != http.StatusText(status) || p.Status != status || p.Detail == "" {
