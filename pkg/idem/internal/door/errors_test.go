@@ -152,7 +152,7 @@ func errorDoors(parse func([]byte) (struct{}, error), handle func() (idem.Respon
 			}, func(o *idemhttp.Options[http.Request]) { o.Scope = func(*http.Request) string { return "alice" } })
 			rec := httptest.NewRecorder()
 			r := httptest.NewRequest("POST", "/orders", strings.NewReader(`{}`))
-			r.Header.Set("Idempotency-Key", "k1")
+			r.Header.Set(idemhttp.HeaderIdempotencyKey, "k1")
 			h.ServeHTTP(rec, r)
 			return rec.Code, rec.Body.String(), rec.Header()
 		},

@@ -1,7 +1,12 @@
 package door_test
 
 import (
+	"bytes"
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,5 +61,37 @@ func TestParseKey(t *testing.T) {
 func TestHeaderNamesAreIdemhttps(t *testing.T) {
 	if door.HeaderIdempotencyKey != idemhttp.HeaderIdempotencyKey || door.HeaderReplayed != idemhttp.HeaderReplayed {
 		t.Fatalf("door's headers %q %q, idemhttp's %q %q", door.HeaderIdempotencyKey, door.HeaderReplayed, idemhttp.HeaderIdempotencyKey, idemhttp.HeaderReplayed)
+	}
+}
+
+// TestHeaderNamesAreDeclaredOncePerSide: the header names are written out
+// in one place for the server (door, which idemhttp exports) and one for
+// the client (idemclient); every other file of the library refers to them.
+func TestHeaderNamesAreDeclaredOncePerSide(t *testing.T) {
+	var found []string
+	err := filepath.WalkDir(filepath.Join("..", "..", ".."), func(name string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			return err
+		}
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		for _, h := range []string{`"Idempotency-Key"`, `"Idempotent-Replayed"`} {
+			if bytes.Contains(b, []byte(h)) {
+				found = append(found, filepath.ToSlash(name)+" "+h)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`../../../idem/internal/door/door.go "Idempotency-Key"`, `../../../idem/internal/door/door.go "Idempotent-Replayed"`,
+		`../../../idemclient/transport.go "Idempotency-Key"`, `../../../idemclient/transport.go "Idempotent-Replayed"`,
+	}
+	if !slices.Equal(found, want) {
+		t.Fatalf("the header names are written out in %q, want %q", found, want)
 	}
 }

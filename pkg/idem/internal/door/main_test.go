@@ -204,7 +204,7 @@ var drivers = []doorDriver{
 		return func(c doorCall) answer {
 			r := httptest.NewRequest("POST", "/things/t1", strings.NewReader(c.body))
 			for _, k := range c.keys {
-				r.Header.Add("Idempotency-Key", k)
+				r.Header.Add(idemhttp.HeaderIdempotencyKey, k)
 			}
 			r.Header.Set("X-Scope", "forged")
 			if c.scope != "" { // an authentication middleware in front verified it
