@@ -19,8 +19,9 @@
 // (application/problem+json) with a stable code. A final 5xx the handler
 // returns is sent as it is and not stored: its retry runs the handler again.
 //
-// The fingerprint takes the method, r.Pattern and its path values (the
-// raw path outside a ServeMux pattern), the raw query and the body, JSON in
+// The fingerprint takes the method, r.Pattern and its path values (and
+// the path itself under a subtree pattern, one that ends in "/"; the raw
+// path outside a ServeMux pattern), the raw query and the body, JSON in
 // canonical form.
 package idemhttp
 
@@ -226,13 +227,19 @@ func read(r *http.Request, maxBody int) door.Inbound {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body)) // for a handler that reads it raw
 	key := r.Header.Values(HeaderIdempotencyKey)
-	route := r.Pattern
-	if route == "" {
+	route, values := r.Pattern, pathValues(r)
+	switch {
+	case route == "":
 		route = r.URL.Path
+	case strings.HasSuffix(route, "/"):
+		// A subtree pattern ("/orders/", "/") matches every path beneath
+		// it, each another resource: the path is part of the request.
+		// "/" can be no wildcard's name.
+		values["/"] = r.URL.EscapedPath()
 	}
 	return door.Inbound{
 		Key: strings.Join(key, ","), HasKey: len(key) > 0,
-		Method: r.Method, Route: door.Route(route, pathValues(r), r.URL.RawQuery),
+		Method: r.Method, Route: door.Route(route, values, r.URL.RawQuery),
 		ContentType: r.Header.Get("Content-Type"), Body: body, Refusal: refusal,
 	}
 }
