@@ -187,7 +187,9 @@ const (
 
 // ParseKey returns the key an Idempotency-Key header value carries: a bare
 // token or the IETF draft's quoted Structured Field string, white space
-// trimmed; several keys (a repeated header, comma-joined) are refused.
+// trimmed; several keys (a repeated header, comma-joined) are refused. The
+// string may carry RFC 8941 parameters (`"k";v=1`): they are checked
+// against RFC 8941's grammar and ignored, as the draft defines none.
 func ParseKey(value string) (string, error) { return door.ParseKey(value) }
 
 // Wrap returns an http.Handler that runs h once per Idempotency-Key, as the

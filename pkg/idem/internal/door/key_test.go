@@ -42,6 +42,28 @@ func TestParseKey(t *testing.T) {
 		{"k1, k1", ""},
 		{`"k1", "k2"`, ""},
 		{`"a,b"`, "a,b"}, // one key with a comma travels quoted
+		// An RFC 8941 Item may carry parameters: the key is the string.
+		{`"k";v=1`, "k"},
+		{`"k";a;b=?0`, "k"},
+		{`"k"; a=1;  b=-1.5`, "k"},
+		{`"k";v="x;y,z"`, "k"},
+		{`"k";v=:aGk=:`, "k"},
+		{`"k";v=tok/en:1`, "k"},
+		{`"k";*v.1_x-y=*t`, "k"},
+		{`"k";`, ""},
+		{`"k";V=1`, ""},
+		{`"k";1v=1`, ""},
+		{`"k";v=`, ""},
+		{`"k";v=1 x`, ""},
+		{`"k" ;v=1`, ""},
+		{`"k";v="open`, ""},
+		{`"k";v=?2`, ""},
+		{`"k";v=:not base64!:`, ""},
+		{`"k";v=1.2345`, ""},
+		{`"k";v=1234567890123456`, ""},
+		{`"k";v=1,"j"`, ""},
+		{`"k";v="\x"`, ""},
+		{"\"k\";v=\"\x01\"", ""},
 	}
 	for _, tc := range cases {
 		got, err := idemhttp.ParseKey(tc.header)
