@@ -97,6 +97,15 @@ type Options[E any] struct {
 	// for a handler whose only effect is its writes to tx (it may run more
 	// often than it commits).
 	Atomic bool
+	// JSON holds every body to JSON's canonical form, whatever its
+	// Content-Type says: set it when Parse decodes every body as JSON.
+	// Without it only a body declared JSON (or declared as nothing) is
+	// held to it, and any other is fingerprinted byte for byte, so a body
+	// sent as text/plain with duplicate or case-folded member names (which
+	// decoders resolve differently) or invalid UTF-8 would reach Parse.
+	// With it, such a body is refused with 400 "invalid_json" before the
+	// key is claimed, whatever its Content-Type.
+	JSON bool
 	// ProblemBase is the base of the type URI of the door's problem
 	// details: the type of code c is ProblemBase + c. Empty (the default)
 	// gives RFC 9457's "about:blank".
@@ -200,7 +209,7 @@ func Wrap[B any](s Doer, parse Parse[B], h Handler[http.Request, B], optFns ...f
 	for _, fn := range optFns {
 		fn(&o)
 	}
-	c := door.NewConfig(door.Config{MaxBody: o.MaxBodyBytes, Atomic: o.Atomic, ProblemBase: o.ProblemBase, Logger: o.Logger, Errors: errorTypes})
+	c := door.NewConfig(door.Config{MaxBody: o.MaxBodyBytes, Atomic: o.Atomic, JSON: o.JSON, ProblemBase: o.ProblemBase, Logger: o.Logger, Errors: errorTypes})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		resp := door.Serve(r.Context(), s, c, door.Call[B]{Scope: o.Scope(r), In: read(r, c.MaxBody), Parse: parse,
 			Handle: func(ctx context.Context, a door.Admitted[B], tx *idem.Tx) (idem.Response, error) {

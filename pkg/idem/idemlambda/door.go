@@ -56,7 +56,7 @@ func newDoor[E, B any](s Doer, parse Parse[B], h Handler[E, B], def func(*E) str
 	if o.Scope == nil {
 		o.Scope = func(*E) string { return "" }
 	}
-	c := door.NewConfig(door.Config{MaxBody: o.MaxBodyBytes, Atomic: o.Atomic, ProblemBase: o.ProblemBase, Logger: o.Logger, Errors: errorTypes})
+	c := door.NewConfig(door.Config{MaxBody: o.MaxBodyBytes, Atomic: o.Atomic, JSON: o.JSON, ProblemBase: o.ProblemBase, Logger: o.Logger, Errors: errorTypes})
 	return httpDoor[E, B]{store: s, parse: parse, handle: h, scope: o.Scope, Config: c}
 }
 

@@ -42,6 +42,7 @@ const (
 type Config struct {
 	MaxBody     int
 	Atomic      bool
+	JSON        bool // every body is JSON, whatever its Content-Type
 	ProblemBase string
 	Logger      *slog.Logger
 	Errors      Errors
@@ -211,7 +212,7 @@ func admit[B any](c Config, call *Call[B]) (body B, req idem.Request, refusal *R
 			}
 		}
 	}
-	fp, err := idem.Fingerprint(in.Method, in.Route, in.Body, len(in.Body) > 0 && isJSON(in.ContentType))
+	fp, err := idem.Fingerprint(in.Method, in.Route, in.Body, len(in.Body) > 0 && (c.JSON || isJSON(in.ContentType)))
 	if err != nil {
 		return body, req, &Refused{http.StatusBadRequest, "invalid_json", err.Error()}
 	}
@@ -245,8 +246,9 @@ func Route(route string, params map[string]string, query string) string {
 	return b.String()
 }
 
-// isJSON says whether to canonicalise the body as JSON: when it is declared
-// JSON, or declared as nothing at all (the usual curl case).
+// isJSON says whether to canonicalise the body as JSON without
+// Config.JSON: when it is declared JSON, or declared as nothing at all
+// (the usual curl case).
 func isJSON(ct string) bool {
 	if ct == "" {
 		return true

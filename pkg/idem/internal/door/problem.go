@@ -47,7 +47,6 @@ var titles = map[string]string{
 	"invalid_body":            "Invalid body",
 	"invalid_request":         "Invalid request",
 	"body_too_large":          "Body too large",
-	"unsupported_media_type":  "Unsupported media type",
 	"result_too_large":        "Result too large to store",
 	"invalid_write":           "Writes cannot be committed",
 	"timeout":                 "Timed out",
