@@ -25,8 +25,8 @@ import (
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
-// Doer is what Serve calls of a Store: idemhttp.Doer.
-type Doer interface {
+// doer is what Serve calls of a Store: idemhttp.Doer.
+type doer interface {
 	Do(ctx context.Context, req idem.Request, work idem.Work) (idem.Result, error)
 	DoAtomic(ctx context.Context, req idem.Request, work idem.Work) (idem.Result, error)
 }
@@ -101,7 +101,7 @@ type Call[B any] struct {
 // scope, then in's own refusal, the key, parse, the fingerprint), then Do
 // (or DoAtomic) around the handler, then the answer, errors as problem
 // details and a replay marked Idempotent-Replayed.
-func Serve[B any](ctx context.Context, s Doer, c Config, call Call[B]) idem.Response {
+func Serve[B any](ctx context.Context, s doer, c Config, call Call[B]) idem.Response {
 	body, req, refusal := admit(c, &call)
 	if refusal != nil {
 		c.logRefusal(refusal, call.Scope)
