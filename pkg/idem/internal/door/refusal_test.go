@@ -8,6 +8,7 @@ import (
 	"go/parser"
 	"go/token"
 	"maps"
+	"net/http"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -354,6 +355,20 @@ func TestEveryDoorRefusesBeforeWriting(t *testing.T) {
 					})
 				}
 			})
+		}
+	}
+}
+
+// TestAScopeOverTheLimitIs401: a verified identity over MaxScopeLength
+// cannot be a scope: 401 before anything is written, on every HTTP door;
+// one of exactly the limit is served.
+func TestAScopeOverTheLimitIs401(t *testing.T) {
+	for _, d := range drivers {
+		call := d.make(newFake(), func(context.Context, string, string, []byte) (int, string) { return 201, "made" })
+		at := call(doorCall{strings.Repeat("s", idem.MaxScopeLength), []string{"k1"}, `{}`})
+		over := call(doorCall{strings.Repeat("s", idem.MaxScopeLength+1), []string{"k1"}, `{}`})
+		if at.status != 201 || over.status != http.StatusUnauthorized {
+			t.Errorf("%s: %d at the limit, %d over it; want 201 and 401", d.name, at.status, over.status)
 		}
 	}
 }
