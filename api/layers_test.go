@@ -43,7 +43,7 @@ func TestTheLibraryImportsNothingOutsidePkg(t *testing.T) {
 		seen++
 		for kind, imports := range map[string][]string{"imports": raw.Imports, "its tests import": append(raw.TestImports, raw.XTestImports...)} {
 			for _, imp := range imports {
-				if outsidePkg(imp) && !allowedForNow[raw.ImportPath+" "+imp] {
+				if outsidePkg(imp) {
 					t.Errorf("%s %s %s, outside pkg/: the library may import only itself and other modules", raw.ImportPath, kind, imp)
 				}
 			}
@@ -57,16 +57,4 @@ func TestTheLibraryImportsNothingOutsidePkg(t *testing.T) {
 // outsidePkg says whether path is a package of this module outside pkg/.
 func outsidePkg(path string) bool {
 	return (path == module || strings.HasPrefix(path, module+"/")) && !strings.HasPrefix(path, module+"/pkg/")
-}
-
-// allowedForNow: TEMPORARY, deleted when the doors' move lands. The doors
-// still import the root internal/httpapi, and their tests local/dynamotest;
-// their own change moves both under pkg/. Nothing may be added here.
-var allowedForNow = map[string]bool{
-	module + "/pkg/idem/idemhttp " + module + "/internal/httpapi":      true,
-	module + "/pkg/idem/idemhttp " + module + "/local/dynamotest":      true,
-	module + "/pkg/idem/idemlambda " + module + "/internal/httpapi":    true,
-	module + "/pkg/idem/idemlambda " + module + "/local/dynamotest":    true,
-	module + "/pkg/idem/internal/door " + module + "/internal/httpapi": true,
-	module + "/pkg/idem/internal/door " + module + "/local/dynamotest": true,
 }
