@@ -34,7 +34,8 @@ type Event[E any] struct {
 // be delivered again.
 type EventHandler[E any] func(ctx context.Context, ev Event[E], tx *idem.Tx) error
 
-// ConsumerOptions configure SQS, EventBridge and Function. The zero value
+// ConsumerOptions configure SQS, EventBridge, Kinesis, DynamoDBStream and
+// Function. The zero value
 // of each field means its default.
 type ConsumerOptions[E any] struct {
 	// Scope names the consumer: its keys are its own, so two consumers of
@@ -43,14 +44,17 @@ type ConsumerOptions[E any] struct {
 	// U+FFFD, and two such names would share their keys).
 	Scope string
 	// Key reads the event's id, its idempotency key. The default is SQS's
-	// messageId and EventBridge's id; Function has none and requires it.
+	// messageId, EventBridge's id and a stream record's eventID (on
+	// Kinesis, read the producer's id instead: see Kinesis); Function has
+	// none and requires it.
 	// SQSAttribute reads a producer's id from a message attribute.
 	Key func(ev *E) (string, error)
 	// Fingerprint chooses what of the event makes two events with one id
 	// the same event, hashed as JSON (idem.FingerprintValue: map keys
 	// that differ only in case are two keys). The default is an SQS
 	// message's body, an EventBridge event's source, detail type and
-	// detail, a function's whole input.
+	// detail, a Kinesis record's data, a DynamoDB stream record's event
+	// name and change, a function's whole input.
 	Fingerprint func(ev *E) any
 	// Atomic runs the handler with DoAtomic instead of Do.
 	Atomic bool
@@ -64,8 +68,9 @@ type ConsumerOptions[E any] struct {
 	// processor can, and the other groups' messages are processed, each
 	// group still in order. By default it fails every later message.
 	FailGroupOnly bool
-	// Logger receives a line for each event that failed, on SQS and
-	// EventBridge (default: none); Function returns its errors instead.
+	// Logger receives a line for each event that failed, on SQS,
+	// EventBridge and the stream doors (default: none); Function returns
+	// its errors instead.
 	Logger *slog.Logger
 }
 
