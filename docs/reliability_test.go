@@ -19,6 +19,16 @@ var (
 	// (pkg/idem.TestX), a subtest's path after it ignored.
 	citedTest = regexp.MustCompile("`(?:([a-z][\\w./-]*)\\.)?((?:Test|Fuzz|Example|Benchmark)[A-Za-z0-9_]*)(?:/[^`]*)?`")
 	testFunc  = regexp.MustCompile(`(?m)^func ((?:Test|Fuzz|Example|Benchmark)[A-Za-z0-9_]*)\(`)
+	// history is how a document tells what a test once printed on broken
+	// code: that is the commit message's, not the guarantee's.
+	history = regexp.MustCompile(`(?i)shown red|before the fix`)
+)
+
+// A guarantee is read in a minute: the document stays small, each line
+// short enough to read raw.
+const (
+	maxReliabilityBytes = 40_000
+	maxLineBytes        = 400
 )
 
 // testFuncs are the repository's test functions (Test, Fuzz, Example and
@@ -66,7 +76,8 @@ func testFuncs(t *testing.T, root string) map[string][]string {
 // directory only when bare; and every guarantee line names at least one.
 // A renamed or deleted test fails it, as does a guarantee that no test
 // holds. It reports every problem at once, so that one run lists every
-// name to fix.
+// name to fix; and it holds the document to its size, its lines to 400
+// characters, and its text to no history of how a test was shown red.
 func TestReliabilityCitesTestsThatExist(t *testing.T) {
 	root := projectRoot(t)
 	text, err := os.ReadFile(filepath.Join(root, "RELIABILITY.md"))
@@ -77,7 +88,16 @@ func TestReliabilityCitesTestsThatExist(t *testing.T) {
 	var missing, ambiguous, untested []string
 	guarantees, cited := 0, 0
 	seen := map[string]bool{}
+	if len(text) > maxReliabilityBytes {
+		t.Errorf("RELIABILITY.md is %d bytes, over %d: say it shorter, or move a reason to DESIGN.md", len(text), maxReliabilityBytes)
+	}
 	for i, line := range strings.Split(string(text), "\n") {
+		if len(line) > maxLineBytes {
+			t.Errorf("RELIABILITY.md:%d: %d characters, over %d: one sentence, what is injected, the tests", i+1, len(line), maxLineBytes)
+		}
+		if m := history.FindString(line); m != "" {
+			t.Errorf("RELIABILITY.md:%d: %q is history, which belongs in the commit that showed it", i+1, m)
+		}
 		g := guaranteeLine.FindStringSubmatch(line)
 		names := citedTest.FindAllStringSubmatch(line, -1)
 		if g != nil {
