@@ -111,7 +111,9 @@ func (s *server) charge(ctx context.Context, req idemlambda.Request[events.APIGa
 	}
 	a := answer{intent: found}
 	if found == nil {
-		a, err = classify(s.payments.CreatePaymentIntent(ctx, intentParams(c, amount, who, downstreamKey(scope, key, m.Generation), op, fp, m.Generation)))
+		a, err = classify(s.payments.CreatePaymentIntent(ctx, intentParams(intent{
+			req: c, amount: amount, who: who, downstream: downstreamKey(scope, key, m.Generation), op: op, request: fp, gen: m.Generation,
+		})))
 	}
 	switch {
 	case err != nil:
@@ -119,7 +121,7 @@ func (s *server) charge(ctx context.Context, req idemlambda.Request[events.APIGa
 	case a.unknown != nil:
 		return events.APIGatewayV2HTTPResponse{}, s.recordUnknown(ctx, m)
 	}
-	return s.record(ctx, tx, scope, key, &ch, a, a.fresh(found), asked{amount, c.Currency})
+	return s.record(ctx, tx, outcome{scope: scope, key: key, ch: &ch, a: a, fresh: a.fresh(found), q: asked{amount, c.Currency}})
 }
 
 // asked is what the request asked the provider to charge.
@@ -143,19 +145,31 @@ func (q asked) answer(rec *charge) events.APIGatewayV2HTTPResponse {
 	return p.Response()
 }
 
-// record fills in ch from the provider's answer a (the amount, currency
+// outcome is what an operation on (scope, key) ends with: the charge ch
+// it asked for, the provider's answer a, whether this very call made the
+// intent (fresh), and what the request asked (q).
+type outcome struct {
+	scope, key string
+	ch         *charge
+	a          answer
+	fresh      bool
+	q          asked
+}
+
+// record fills in o.ch from the provider's answer (the amount, currency
 // and status the provider holds, never the request's own) and adds it to
 // the transaction, answering as q.answer does. An intent that this very
 // call did not make (not fresh) may be one an earlier execution already
 // committed (a same-request retry after the record expired): that record
 // is the answer.
-func (s *server) record(ctx context.Context, tx *idem.Tx, scope, key string, ch *charge, a answer, fresh bool, q asked) (events.APIGatewayV2HTTPResponse, error) {
-	resp, stored := respond(ch, a)
+func (s *server) record(ctx context.Context, tx *idem.Tx, o outcome) (events.APIGatewayV2HTTPResponse, error) {
+	scope, key, ch, q := o.scope, o.key, o.ch, o.q
+	resp, stored := respond(ch, o.a)
 	if !stored {
 		s.commitMarkerOnly(tx, scope, key)
 		return resp, nil
 	}
-	if !fresh {
+	if !o.fresh {
 		if prev, err := s.committed(ctx, ch); err != nil || prev != nil {
 			if err != nil {
 				return events.APIGatewayV2HTTPResponse{}, err
@@ -250,10 +264,22 @@ func sameOperation(item map[string]types.AttributeValue, ch *charge) (*charge, e
 	return &prev, nil
 }
 
+// intent is what a create sends: the request, its payer, and the
+// operation's ids (its downstream key of generation gen, the operation op
+// and the request's fingerprint).
+type intent struct {
+	req                     chargeRequest
+	amount                  int64
+	who                     payer
+	downstream, op, request string
+	gen                     int
+}
+
 // intentParams is the create: confirmed at once, card-like methods only
 // (no redirect, so no return_url), off session for a saved method, and the
 // operation's ids in the metadata for settlement.
-func intentParams(c chargeRequest, amount int64, who payer, downstream, op, fp string, gen int) *stripe.PaymentIntentCreateParams {
+func intentParams(in intent) *stripe.PaymentIntentCreateParams {
+	c, amount, who := in.req, in.amount, in.who
 	p := &stripe.PaymentIntentCreateParams{
 		Amount: stripe.Int64(amount), Currency: stripe.String(c.Currency), Confirm: stripe.Bool(true),
 		PaymentMethod: stripe.String(who.paymentMethod),
@@ -273,10 +299,10 @@ func intentParams(c chargeRequest, amount int64, who payer, downstream, op, fp s
 	for k, v := range c.Metadata {
 		p.AddMetadata(k, v)
 	}
-	p.AddMetadata(MetaOperation, op)
-	p.AddMetadata(MetaRequest, fp)
-	p.AddMetadata(MetaGeneration, strconv.Itoa(gen))
-	p.SetIdempotencyKey(downstream)
+	p.AddMetadata(MetaOperation, in.op)
+	p.AddMetadata(MetaRequest, in.request)
+	p.AddMetadata(MetaGeneration, strconv.Itoa(in.gen))
+	p.SetIdempotencyKey(in.downstream)
 	return p
 }
 

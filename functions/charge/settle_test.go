@@ -59,7 +59,7 @@ func TestSettlementPagesToTheOldestCharge(t *testing.T) {
 	c, amount, _ := parseCharge([]byte(visa))
 	for i := range 120 {
 		f.clock.add(time.Second)
-		p := intentParams(c, amount, payer{paymentMethod: provider.CardVisa}, "by-hand-"+strconv.Itoa(i), downstreamKey("alice", "k-1", 0), fp, 0)
+		p := intentParams(intent{req: c, amount: amount, who: payer{paymentMethod: provider.CardVisa}, downstream: "by-hand-" + strconv.Itoa(i), op: downstreamKey("alice", "k-1", 0), request: fp})
 		if _, err := f.server.payments.CreatePaymentIntent(context.Background(), p); err != nil {
 			t.Fatal(err)
 		}
