@@ -3,6 +3,7 @@ package functions_test
 import (
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -234,5 +235,39 @@ func TestNoFunctionSetsAWSSAMLocal(t *testing.T) {
 	}
 	if _, set := doc.Globals.Function.Environment.Variables[samlocal.EnvVar]; set {
 		t.Errorf("Globals set %s for every function", samlocal.EnvVar)
+	}
+}
+
+// The secret key goes with every provider request, so the template takes
+// the provider's base URL over TLS only: its AllowedPattern refuses plain
+// HTTP, and a query, fragment or user info, which the client would send on
+// or misread. (The local stack reaches its simulator through
+// PROVIDER_LOCAL_URL, which the template declares empty.)
+func TestProviderBaseURLIsHTTPSOnly(t *testing.T) {
+	tpl := parse(t, nil)
+	p, ok := tpl.Parameters["ProviderBaseURL"]
+	if !ok {
+		t.Fatal("no ProviderBaseURL parameter")
+	}
+	if p.AllowedPattern == nil || *p.AllowedPattern == "" {
+		t.Fatal("ProviderBaseURL has no AllowedPattern: an http:// URL would be deployed")
+	}
+	pattern := regexp.MustCompile(*p.AllowedPattern)
+	for url, ok := range map[string]bool{
+		fmt.Sprint(p.Default):             true,
+		"https://api.stripe.com":          true,
+		"https://stripe.internal:8443/v0": true,
+		"http://api.stripe.com":           false,
+		"HTTP://api.stripe.com":           false,
+		"api.stripe.com":                  false,
+		"https://":                        false,
+		"https://api.stripe.com?x=1":      false,
+		"https://u:p@api.stripe.com":      false,
+		"https://api.stripe.com/#f":       false,
+		"https://api.stripe.com\nhttp://": false,
+	} {
+		if pattern.MatchString(url) != ok {
+			t.Errorf("AllowedPattern %s on %q: %v, want %v", *p.AllowedPattern, url, !ok, ok)
+		}
 	}
 }

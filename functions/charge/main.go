@@ -7,7 +7,8 @@
 //	ATTEMPTS_TABLE                     the tables (template.yaml sets them)
 //	SCOPE_CLAIM                        the JWT claim that names the caller (default sub)
 //	IDEM_LEASE                         a shorter idempotency lease, for local runs (e.g. 3s)
-//	PROVIDER_BASE_URL                  the Stripe-compatible API
+//	PROVIDER_BASE_URL                  the Stripe-compatible API, an https:// URL
+//	PROVIDER_LOCAL_URL                 the local provider simulator, over plain HTTP: a local run only (with DYNAMODB_ENDPOINT)
 //	PROVIDER_SECRET_KEY                its secret key, or else
 //	PROVIDER_SECRET_PARAMETER          the SSM SecureString parameter holding it
 //	AWS_SAM_LOCAL                      "true" under the SAM CLI only: the scope from the unverified bearer token (samlocal.Serve)
@@ -18,7 +19,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"time"
 
@@ -74,7 +77,7 @@ func newServer(ctx context.Context, tr *tracing.Tracing, dbOpts ...func(*dynamod
 	if err != nil {
 		return nil, err
 	}
-	baseURL, err := config.Env("PROVIDER_BASE_URL")
+	baseURL, err := providerURL()
 	if err != nil {
 		return nil, err
 	}
@@ -98,4 +101,27 @@ func newServer(ctx context.Context, tr *tracing.Tracing, dbOpts ...func(*dynamod
 		store: store, db: db, table: charges, attempts: attempts, scopeClaim: config.ScopeClaim(), log: log, now: time.Now,
 		payments: newStripePayments(baseURL, secret, log, tr.Transport(nil)),
 	}, nil
+}
+
+// providerURL is the provider's base URL: PROVIDER_BASE_URL, which must be
+// https://, as the secret key goes with every request; or, in a local run
+// alone (a local engine named by DYNAMODB_ENDPOINT), the simulator's
+// PROVIDER_LOCAL_URL, which is plain HTTP on the machine. A deployed
+// function has neither local variable set (template.yaml declares both
+// empty), so it reaches the provider over TLS or not at all.
+func providerURL() (string, error) {
+	if local := os.Getenv("PROVIDER_LOCAL_URL"); local != "" {
+		if os.Getenv("DYNAMODB_ENDPOINT") == "" {
+			return "", errors.New("PROVIDER_LOCAL_URL is for a local run only (with DYNAMODB_ENDPOINT); deployed, the provider is PROVIDER_BASE_URL, over https")
+		}
+		return local, nil
+	}
+	base, err := config.Env("PROVIDER_BASE_URL")
+	if err != nil {
+		return "", err
+	}
+	if u, err := url.Parse(base); err != nil || u.Scheme != "https" || u.Host == "" {
+		return "", fmt.Errorf("PROVIDER_BASE_URL %q is not an https:// URL: the secret key goes with every request", base)
+	}
+	return base, nil
 }

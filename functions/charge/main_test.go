@@ -364,7 +364,7 @@ func TestColdStartMakesAWorkingFunctionFromItsEnvironment(t *testing.T) {
 	f := newFixture(t)
 	for k, v := range map[string]string{
 		"IDEMPOTENCY_TABLE": f.tables[0], "CHARGES_TABLE": f.tables[1], "ATTEMPTS_TABLE": f.tables[2],
-		"PROVIDER_BASE_URL": f.api, "PROVIDER_SECRET_KEY": secret,
+		"PROVIDER_BASE_URL": "https://api.stripe.com", "PROVIDER_LOCAL_URL": f.api, "PROVIDER_SECRET_KEY": secret,
 		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
 	} {
 		t.Setenv(k, v)
@@ -379,5 +379,45 @@ func TestColdStartMakesAWorkingFunctionFromItsEnvironment(t *testing.T) {
 	again := f.call("POST", "/charges", "alice", "k-1", visa)
 	if first.StatusCode != 201 || again.Body != first.Body || len(f.sim.Effects()) != 1 {
 		t.Fatalf("first %d %s, again %d %s, %d effects: want one charge, replayed", first.StatusCode, first.Body, again.StatusCode, again.Body, len(f.sim.Effects()))
+	}
+}
+
+// The secret key goes with every provider request, so the cold start
+// refuses a provider reached in the clear: PROVIDER_BASE_URL is an
+// https:// URL. Only a local run (a local DynamoDB engine named by
+// DYNAMODB_ENDPOINT) reaches the simulator over plain HTTP, and through a
+// variable of its own, PROVIDER_LOCAL_URL, which a deployed function
+// refuses.
+func TestTheProviderIsReachedOverTLSOutsideALocalRun(t *testing.T) {
+	f := newFixture(t)
+	engine := os.Getenv("DYNAMODB_ENDPOINT")
+	for _, tc := range []struct {
+		name, base, local, engine, refusal string
+	}{
+		{"https", "https://api.stripe.com", "", engine, ""},
+		{"plain http", "http://api.stripe.com", "", engine, "https"},
+		{"plain http on loopback", f.api, "", engine, "https"},
+		{"no scheme", "api.stripe.com", "", engine, "https"},
+		{"no host", "https://", "", engine, "https"},
+		{"the simulator in a local run", "https://api.stripe.com", f.api, engine, ""},
+		{"the local variable with no local engine", "https://api.stripe.com", f.api, "", "PROVIDER_LOCAL_URL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range map[string]string{
+				"IDEMPOTENCY_TABLE": f.tables[0], "CHARGES_TABLE": f.tables[1], "ATTEMPTS_TABLE": f.tables[2],
+				"PROVIDER_BASE_URL": tc.base, "PROVIDER_LOCAL_URL": tc.local, "PROVIDER_SECRET_KEY": secret, "DYNAMODB_ENDPOINT": tc.engine,
+				"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+			} {
+				t.Setenv(k, v)
+			}
+			endpoint := func(o *dynamodb.Options) { o.HTTPClient, o.BaseEndpoint = calls, aws.String(engine) }
+			_, err := newServer(context.Background(), nil, endpoint)
+			switch {
+			case tc.refusal == "" && err != nil:
+				t.Fatalf("cold start: %v, want it to start", err)
+			case tc.refusal != "" && (err == nil || !strings.Contains(err.Error(), tc.refusal)):
+				t.Fatalf("cold start: %v, want it refused naming %s", err, tc.refusal)
+			}
+		})
 	}
 }

@@ -24,7 +24,7 @@ func tracedServer(t *testing.T) (*fixture, *tracetest.SpanRecorder) {
 	f := newFixture(t)
 	for k, v := range map[string]string{
 		"IDEMPOTENCY_TABLE": f.tables[0], "CHARGES_TABLE": f.tables[1], "ATTEMPTS_TABLE": f.tables[2],
-		"PROVIDER_BASE_URL": f.api, "PROVIDER_SECRET_KEY": secret,
+		"PROVIDER_BASE_URL": "https://api.stripe.com", "PROVIDER_LOCAL_URL": f.api, "PROVIDER_SECRET_KEY": secret,
 		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
 	} {
 		t.Setenv(k, v)
