@@ -271,3 +271,46 @@ func TestProviderBaseURLIsHTTPSOnly(t *testing.T) {
 		}
 	}
 }
+
+// The order-event queue takes messages from the pipe alone: a queue policy
+// denies SendMessage (SendMessageBatch is authorised as it) to every
+// principal but the pipe's role, so no one else in the account, whatever
+// their identity policy allows, can forge an order event for the stats.
+func TestOnlyThePipeMaySendOrderEvents(t *testing.T) {
+	path, _ := load(t)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Resources map[string]struct {
+			Type       string         `yaml:"Type"`
+			Properties map[string]any `yaml:"Properties"`
+		} `yaml:"Resources"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	guarded := false
+	for id, r := range doc.Resources {
+		if r.Type != "AWS::SQS::QueuePolicy" || fmt.Sprint(r.Properties["Queues"]) != "[OrderEventsQueue]" {
+			continue
+		}
+		policy, _ := r.Properties["PolicyDocument"].(map[string]any)
+		statements, _ := policy["Statement"].([]any)
+		for _, s := range statements {
+			st, _ := s.(map[string]any)
+			cond, _ := st["Condition"].(map[string]any)
+			notPipe, _ := cond["ArnNotEquals"].(map[string]any)
+			actions := fmt.Sprint(st["Action"])
+			if st["Effect"] == "Deny" && st["Principal"] == "*" && (strings.Contains(actions, "sqs:SendMessage") || strings.Contains(actions, "sqs:*")) &&
+				st["Resource"] == "OrderEventsQueue.Arn" && len(cond) == 1 && len(notPipe) == 1 && notPipe["aws:PrincipalArn"] == "OrderEventsPipeRole.Arn" {
+				guarded = true
+				t.Logf("%s denies %s to all but the pipe's role", id, actions)
+			}
+		}
+	}
+	if !guarded {
+		t.Fatal("no queue policy on OrderEventsQueue denies SendMessage to every principal but OrderEventsPipeRole")
+	}
+}

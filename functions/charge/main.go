@@ -29,6 +29,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	"github.com/idemkeys/idem/functions/internal/config"
 	"github.com/idemkeys/idem/functions/internal/emf"
@@ -81,17 +82,9 @@ func newServer(ctx context.Context, tr *tracing.Tracing, dbOpts ...func(*dynamod
 	if err != nil {
 		return nil, err
 	}
-	secret := os.Getenv("PROVIDER_SECRET_KEY")
-	if secret == "" {
-		name, err := config.Env("PROVIDER_SECRET_PARAMETER")
-		if err != nil {
-			return nil, fmt.Errorf("set PROVIDER_SECRET_KEY or PROVIDER_SECRET_PARAMETER: %w", err)
-		}
-		out, err := ssm.NewFromConfig(cfg).GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(name), WithDecryption: aws.Bool(true)})
-		if err != nil {
-			return nil, fmt.Errorf("read the provider secret from SSM %s: %w", name, err)
-		}
-		secret = aws.ToString(out.Parameter.Value)
+	secret, err := providerSecret(ctx, cfg)
+	if err != nil {
+		return nil, err
 	}
 	store, err := config.Store(ctx, db, log, tr, func(o *idem.Options) { o.Metrics = emf.New(os.Stdout, "charge") })
 	if err != nil {
@@ -124,4 +117,32 @@ func providerURL() (string, error) {
 		return "", fmt.Errorf("PROVIDER_BASE_URL %q is not an https:// URL: the secret key goes with every request", base)
 	}
 	return base, nil
+}
+
+// providerSecret is the provider's secret key: PROVIDER_SECRET_KEY (the
+// local simulator's), or else the SSM parameter PROVIDER_SECRET_PARAMETER
+// names, which must be a SecureString: a String or StringList parameter
+// keeps the key unencrypted, shown to whoever may read parameters, so the
+// function refuses to start on one rather than use the key.
+func providerSecret(ctx context.Context, cfg aws.Config) (string, error) {
+	if secret := os.Getenv("PROVIDER_SECRET_KEY"); secret != "" {
+		return secret, nil
+	}
+	name, err := config.Env("PROVIDER_SECRET_PARAMETER")
+	if err != nil {
+		return "", fmt.Errorf("set PROVIDER_SECRET_KEY or PROVIDER_SECRET_PARAMETER: %w", err)
+	}
+	out, err := ssm.NewFromConfig(cfg).GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(name), WithDecryption: aws.Bool(true)})
+	if err != nil {
+		return "", fmt.Errorf("read the provider secret from SSM %s: %w", name, err)
+	}
+	if out.Parameter == nil || out.Parameter.Type != ssmtypes.ParameterTypeSecureString {
+		var kind ssmtypes.ParameterType
+		if out.Parameter != nil {
+			kind = out.Parameter.Type
+		}
+		return "", fmt.Errorf("SSM parameter %s is a %q parameter, not a SecureString: the provider's secret key must be kept encrypted; "+
+			"put it again with --type SecureString", name, kind)
+	}
+	return aws.ToString(out.Parameter.Value), nil
 }
