@@ -114,7 +114,7 @@ func TestEventFilesUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 	db := dynamotest.Client(t)
 	vars := map[string]string{
 		dynamo.EndpointEnv:    os.Getenv(dynamo.EndpointEnv),
-		"PROVIDER_BASE_URL":   api.URL,
+		"PROVIDER_LOCAL_URL":  api.URL,
 		"PROVIDER_SECRET_KEY": "sk_test_invoke",
 		// As `sam local invoke -e events/<file>` runs them: the files carry
 		// the authorizer's claims, which the functions use as they are.

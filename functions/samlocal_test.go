@@ -149,7 +149,7 @@ func TestSAMLocalStartAPIEventUnderTheEmulator(t *testing.T) {
 // local-only variables are empty when deployed.
 func TestSAMEnvVarsAreDeclaredAndEmptyWhenDeployed(t *testing.T) {
 	_, tpl := load(t)
-	local := map[string]string{dynamo.EndpointEnv: "http://h:1", "IDEM_LEASE": "3s", "PROVIDER_BASE_URL": "http://h:2", "PROVIDER_SECRET_KEY": "sk_test_local"}
+	local := map[string]string{dynamo.EndpointEnv: "http://h:1", "IDEM_LEASE": "3s", "PROVIDER_LOCAL_URL": "http://h:2", "PROVIDER_SECRET_KEY": "sk_test_local"}
 	tables := map[string]string{}
 	for _, id := range []string{"IdempotencyTable", "ChargesTable", "AttemptsTable", "OrdersTable", "OrderStatsTable"} {
 		tables[id] = "sam-" + id
@@ -167,13 +167,13 @@ func TestSAMEnvVarsAreDeclaredAndEmptyWhenDeployed(t *testing.T) {
 		}
 		want := []string{dynamo.EndpointEnv, "IDEM_LEASE"}
 		if fn.LogicalID == "ChargeFunction" {
-			want = append(want, "PROVIDER_BASE_URL", "PROVIDER_SECRET_KEY")
+			want = append(want, "PROVIDER_LOCAL_URL", "PROVIDER_SECRET_KEY")
 		}
 		for _, k := range want {
 			if got[k] != local[k] {
 				t.Errorf("%s: %s=%q in the file, want %q", fn.LogicalID, k, got[k], local[k])
 			}
-			if k != "PROVIDER_BASE_URL" && fn.Env[k] != "" {
+			if fn.Env[k] != "" {
 				t.Errorf("%s: %s=%q in the template, want it empty when deployed", fn.LogicalID, k, fn.Env[k])
 			}
 		}

@@ -3,6 +3,7 @@ package functions_test
 import (
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -234,5 +235,82 @@ func TestNoFunctionSetsAWSSAMLocal(t *testing.T) {
 	}
 	if _, set := doc.Globals.Function.Environment.Variables[samlocal.EnvVar]; set {
 		t.Errorf("Globals set %s for every function", samlocal.EnvVar)
+	}
+}
+
+// The secret key goes with every provider request, so the template takes
+// the provider's base URL over TLS only: its AllowedPattern refuses plain
+// HTTP, and a query, fragment or user info, which the client would send on
+// or misread. (The local stack reaches its simulator through
+// PROVIDER_LOCAL_URL, which the template declares empty.)
+func TestProviderBaseURLIsHTTPSOnly(t *testing.T) {
+	tpl := parse(t, nil)
+	p, ok := tpl.Parameters["ProviderBaseURL"]
+	if !ok {
+		t.Fatal("no ProviderBaseURL parameter")
+	}
+	if p.AllowedPattern == nil || *p.AllowedPattern == "" {
+		t.Fatal("ProviderBaseURL has no AllowedPattern: an http:// URL would be deployed")
+	}
+	pattern := regexp.MustCompile(*p.AllowedPattern)
+	for url, ok := range map[string]bool{
+		fmt.Sprint(p.Default):             true,
+		"https://api.stripe.com":          true,
+		"https://stripe.internal:8443/v0": true,
+		"http://api.stripe.com":           false,
+		"HTTP://api.stripe.com":           false,
+		"api.stripe.com":                  false,
+		"https://":                        false,
+		"https://api.stripe.com?x=1":      false,
+		"https://u:p@api.stripe.com":      false,
+		"https://api.stripe.com/#f":       false,
+		"https://api.stripe.com\nhttp://": false,
+	} {
+		if pattern.MatchString(url) != ok {
+			t.Errorf("AllowedPattern %s on %q: %v, want %v", *p.AllowedPattern, url, !ok, ok)
+		}
+	}
+}
+
+// The order-event queue takes messages from the pipe alone: a queue policy
+// denies SendMessage (SendMessageBatch is authorised as it) to every
+// principal but the pipe's role, so no one else in the account, whatever
+// their identity policy allows, can forge an order event for the stats.
+func TestOnlyThePipeMaySendOrderEvents(t *testing.T) {
+	path, _ := load(t)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Resources map[string]struct {
+			Type       string         `yaml:"Type"`
+			Properties map[string]any `yaml:"Properties"`
+		} `yaml:"Resources"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	guarded := false
+	for id, r := range doc.Resources {
+		if r.Type != "AWS::SQS::QueuePolicy" || fmt.Sprint(r.Properties["Queues"]) != "[OrderEventsQueue]" {
+			continue
+		}
+		policy, _ := r.Properties["PolicyDocument"].(map[string]any)
+		statements, _ := policy["Statement"].([]any)
+		for _, s := range statements {
+			st, _ := s.(map[string]any)
+			cond, _ := st["Condition"].(map[string]any)
+			notPipe, _ := cond["ArnNotEquals"].(map[string]any)
+			actions := fmt.Sprint(st["Action"])
+			if st["Effect"] == "Deny" && st["Principal"] == "*" && (strings.Contains(actions, "sqs:SendMessage") || strings.Contains(actions, "sqs:*")) &&
+				st["Resource"] == "OrderEventsQueue.Arn" && len(cond) == 1 && len(notPipe) == 1 && notPipe["aws:PrincipalArn"] == "OrderEventsPipeRole.Arn" {
+				guarded = true
+				t.Logf("%s denies %s to all but the pipe's role", id, actions)
+			}
+		}
+	}
+	if !guarded {
+		t.Fatal("no queue policy on OrderEventsQueue denies SendMessage to every principal but OrderEventsPipeRole")
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -109,7 +110,7 @@ func (c *command) flagSet(o *opts) *flag.FlagSet {
 		case "endpoint":
 			fs.StringVar(&o.endpoint, name, os.Getenv("DYNAMODB_ENDPOINT"), "a local DynamoDB engine (default $DYNAMODB_ENDPOINT)")
 		case "operator":
-			fs.StringVar(&o.operator, name, os.Getenv("USER"), "who runs this, for the log (default $USER)")
+			fs.StringVar(&o.operator, name, os.Getenv("USER"), "who runs this, for the log (default $USER; required: a change names who made it)")
 		case "body":
 			fs.BoolVar(&o.body, name, false, "print the stored response's body too")
 		case "completed":
@@ -164,6 +165,11 @@ func run(ctx context.Context, args []string, dial func(context.Context, string) 
 	if o.table == "" {
 		return misuse(c, stderr, "-table is required")
 	}
+	// A change is audited by who made it: a log line naming no one audits
+	// nothing, so a change with no operator is not made.
+	if slices.Contains(c.flags, "operator") && strings.TrimSpace(o.operator) == "" {
+		return misuse(c, stderr, "-operator is required when $USER is unset: the change is logged with who made it")
+	}
 	db, err := dial(ctx, o.endpoint)
 	if err != nil {
 		fmt.Fprintln(stderr, "idemctl:", err)
@@ -172,7 +178,7 @@ func run(ctx context.Context, args []string, dial func(context.Context, string) 
 	if c.name == "check" {
 		return check(ctx, db, o.table, stdout)
 	}
-	err = record(ctx, c.name, db, o, stdout, stderr)
+	err = record(ctx, db, c.name, o, streams{stdout, stderr})
 	if err != nil {
 		fmt.Fprintln(stderr, "idemctl:", err)
 		if errors.Is(err, errUsage) {
@@ -195,12 +201,16 @@ func misuse(c *command, stderr io.Writer, what string) int {
 // errUsage marks an error in the command line: the exit code is 2.
 var errUsage = errors.New("see idemctl <command> -h")
 
+// streams are where a command writes: its output, and its log and errors.
+type streams struct{ stdout, stderr io.Writer }
+
 // record runs the subcommands on one key's record.
-func record(ctx context.Context, cmd string, db client, o opts, stdout, stderr io.Writer) error {
+func record(ctx context.Context, db client, cmd string, o opts, w streams) error {
 	if o.scope == "" || o.key == "" {
 		return fmt.Errorf("-scope and -key are required: %w", errUsage)
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("operator", o.operator, "table", o.table)
+	stdout := w.stdout
+	log := slog.New(slog.NewJSONHandler(w.stderr, nil)).With("operator", o.operator, "table", o.table)
 	store, err := idem.New(db, o.table, func(opt *idem.Options) { opt.Logger = log })
 	if err != nil {
 		return err

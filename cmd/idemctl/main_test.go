@@ -362,3 +362,30 @@ func TestMissingCredentialsAreReportedAsSuch(t *testing.T) {
 		}
 	})
 }
+
+// TestLapseAndDeleteNeedAnOperator: with $USER unset and no -operator, the
+// commands that change a record would log an audit line naming no one, so
+// they are refused as a wrong command line (exit 2) and the record is left
+// as it was; a blank -operator is no one too.
+func TestLapseAndDeleteNeedAnOperator(t *testing.T) {
+	c := newCtl(t)
+	if err := c.do("carol", "k-1", created); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("USER", "")
+	for _, args := range [][]string{
+		{"lapse", "-table", c.table, "-scope", "carol", "-key", "k-1", "-reason", "x"},
+		{"delete", "-table", c.table, "-scope", "carol", "-key", "k-1", "-completed", "-reason", "x"},
+		{"delete", "-table", c.table, "-scope", "carol", "-key", "k-1", "-completed", "-reason", "x", "-operator", "  "},
+	} {
+		var out, errs bytes.Buffer
+		dial := func(context.Context, string) (client, error) { return c.db, nil }
+		code := run(context.Background(), args, dial, &out, &errs)
+		if code != 2 || !strings.Contains(errs.String(), "-operator") || strings.Contains(errs.String(), `"action"`) {
+			t.Fatalf("idemctl %q with no operator = %d, stderr %q: want 2, naming -operator, nothing logged", args, code, errs.String())
+		}
+	}
+	if code, out, _ := c.run("show", "-scope", "carol", "-key", "k-1"); code != 0 || !strings.Contains(out, "status:     COMPLETED") {
+		t.Fatalf("the record after the refusals = %d\n%s", code, out)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/stripe/stripe-go/v82"
 
 	"github.com/idemkeys/idem/local/provider"
 	"github.com/idemkeys/idem/pkg/idem"
@@ -392,6 +393,63 @@ func TestNotFinalChargesCarryTheClientSecretAndGetRefreshesThem(t *testing.T) {
 	for _, item := range out.Items {
 		if _, kept := item["client_secret"]; kept {
 			t.Fatalf("a charge record keeps the client secret: %v", item[attrChargeID])
+		}
+	}
+}
+
+// A completed key whose record is gone (expired, or deleted by an operator
+// so that it may be used again) takes a new request as a new operation:
+// charged under the next downstream key, since the provider still keeps the
+// one the completed operation used and would refuse another request under
+// it. The operation's generation outlives its commit for that.
+func TestACompletedKeyIsUsableAgainOnceItsRecordIsGone(t *testing.T) {
+	for _, gone := range []string{"expired", "deleted by an operator"} {
+		t.Run(gone, func(t *testing.T) {
+			f := newFixture(t, func(o *idem.Options) { o.TTL = idem.MinTTL })
+			f.sim.SetKeyRetention(3 * provider.KeyRetention) // "at least" 24 hours
+			if first := f.call("POST", "/charges", "alice", "k-1", visa); first.StatusCode != 201 {
+				t.Fatalf("first = %d %s", first.StatusCode, first.Body)
+			}
+			if gone == "expired" {
+				f.clock.add(idem.MinTTL + time.Hour)
+			} else {
+				operator, err := idem.New(f.raw, f.tables[0], func(o *idem.Options) { o.Clock = f.clock.now }) // not the function's role
+				if err != nil {
+					t.Fatal(err)
+				}
+				rec, err := operator.Inspect(context.Background(), "alice", "k-1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := operator.Delete(context.Background(), rec, "the customer asked to use the key again"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			other := strings.Replace(visa, "1050", "2000", 1)
+			resp := f.call("POST", "/charges", "alice", "k-1", other)
+			effects := f.sim.Effects()
+			if resp.StatusCode != 201 || len(effects) != 2 || !strings.HasSuffix(effects[1].IdempotencyKey, "-1") || effects[1].Amount != 2000 {
+				t.Fatalf("the key used again = %d %s, effects %+v: want a new charge under the next downstream key", resp.StatusCode, resp.Body, effects)
+			}
+			if strings.Contains(resp.Body, downstreamKey("alice", "k-1", 0)) {
+				t.Fatalf("the answer names the downstream key: %s", resp.Body)
+			}
+		})
+	}
+}
+
+// The provider's message is never an answer's: it may name the downstream
+// key (an idempotency error says "Try using a key other than '…'") or
+// other internals of the request. The answer says what happened in its own
+// words, with the provider's code when it gives one.
+func TestTheProvidersMessageIsNeverPassedThrough(t *testing.T) {
+	for _, se := range []*stripe.Error{
+		{Type: stripe.ErrorTypeIdempotency, HTTPStatusCode: 400, Msg: "Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than 'SECRET-key'."},
+		{Type: stripe.ErrorTypeInvalidRequest, HTTPStatusCode: 400, Code: stripe.ErrorCodeParameterInvalidInteger, Msg: "Invalid integer: SECRET"},
+	} {
+		resp, stored := respond(&charge{}, answer{rejected: se})
+		if stored || resp.StatusCode/100 != 4 || strings.Contains(resp.Body, "SECRET") {
+			t.Errorf("%s: %d %s stored=%v, want a 4xx of our own words, not stored", se.Type, resp.StatusCode, resp.Body, stored)
 		}
 	}
 }

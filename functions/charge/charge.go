@@ -112,7 +112,9 @@ func (s *server) charge(ctx context.Context, req idemlambda.Request[events.APIGa
 	}
 	a := answer{intent: found}
 	if found == nil {
-		a, err = classify(s.payments.CreatePaymentIntent(ctx, intentParams(c, amount, who, downstreamKey(scope, key, m.Generation), op, fp, m.Generation)))
+		a, err = classify(s.payments.CreatePaymentIntent(ctx, intentParams(intent{
+			req: c, amount: amount, who: who, downstream: downstreamKey(scope, key, m.Generation), op: op, request: fp, gen: m.Generation,
+		})))
 	}
 	switch {
 	case err != nil:
@@ -120,7 +122,7 @@ func (s *server) charge(ctx context.Context, req idemlambda.Request[events.APIGa
 	case a.unknown != nil:
 		return events.APIGatewayV2HTTPResponse{}, s.recordUnknown(ctx, m)
 	}
-	return s.record(ctx, tx, scope, key, &ch, a, a.fresh(found), asked{amount, c.Currency})
+	return s.record(ctx, tx, outcome{m: m, ch: &ch, a: a, fresh: a.fresh(found), q: asked{amount, c.Currency}})
 }
 
 // asked is what the request asked the provider to charge.
@@ -144,28 +146,38 @@ func (q asked) answer(rec *charge) events.APIGatewayV2HTTPResponse {
 	return p.Response()
 }
 
-// record fills in ch from the provider's answer a (the amount, currency
+// outcome is what an operation ends with: its marker m, the charge ch it
+// asked for, the provider's answer a, whether this very call made the
+// intent (fresh), and what the request asked (q).
+type outcome struct {
+	m     marker
+	ch    *charge
+	a     answer
+	fresh bool
+	q     asked
+}
+
+// record fills in o.ch from the provider's answer (the amount, currency
 // and status the provider holds, never the request's own) and adds it to
 // the transaction, answering as q.answer does. An intent that this very
 // call did not make (not fresh) may be one an earlier execution already
 // committed (a same-request retry after the record expired): that record
 // is the answer.
-func (s *server) record(ctx context.Context, tx *idem.Tx, scope, key string, ch *charge, a answer, fresh bool, q asked) (events.APIGatewayV2HTTPResponse, error) {
-	resp, stored := respond(ch, a)
+func (s *server) record(ctx context.Context, tx *idem.Tx, o outcome) (events.APIGatewayV2HTTPResponse, error) {
+	ch, q := o.ch, o.q
+	resp, stored := respond(ch, o.a)
 	if !stored {
-		s.commitMarkerOnly(tx, scope, key)
-		return resp, nil
+		return resp, s.commitMarker(tx, o.m, "")
 	}
-	if !fresh {
+	if !o.fresh {
 		if prev, err := s.committed(ctx, ch); err != nil || prev != nil {
 			if err != nil {
 				return events.APIGatewayV2HTTPResponse{}, err
 			}
-			s.commitMarkerOnly(tx, scope, key)
-			return q.answer(prev), nil
+			return q.answer(prev), s.commitMarker(tx, o.m, prev.ID)
 		}
 	}
-	if err := s.commit(tx, scope, key, ch, q); err != nil {
+	if err := s.commit(tx, o.m, ch, q); err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
 	return q.answer(ch), nil
@@ -195,10 +207,10 @@ func (s *server) newCharge(scope, key string, c chargeRequest, amount int64, who
 }
 
 // commit adds to the transaction that completes the key the charge and
-// the delete of the operation's marker. Should the charge meet a record of
-// the same id, scope and operation (committed by an earlier execution of
-// this request), that record is the answer (q.answer).
-func (s *server) commit(tx *idem.Tx, scope, key string, ch *charge, q asked) error {
+// the operation's marker, committed (commitMarker). Should the charge meet
+// a record of the same id, scope and operation (committed by an earlier
+// execution of this request), that record is the answer (q.answer).
+func (s *server) commit(tx *idem.Tx, m marker, ch *charge, q asked) error {
 	item, err := attributevalue.MarshalMap(ch)
 	if err != nil {
 		return err
@@ -211,13 +223,25 @@ func (s *server) commit(tx *idem.Tx, scope, key string, ch *charge, q asked) err
 			}
 			return httpx.Stored(q.answer(prev)), nil
 		})
-	s.commitMarkerOnly(tx, scope, key)
-	return nil
+	return s.commitMarker(tx, m, ch.ID)
 }
 
-// commitMarkerOnly adds the delete of the operation's marker.
-func (s *server) commitMarkerOnly(tx *idem.Tx, scope, key string) {
-	tx.Add(types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.attempts), Key: markerKey(scope, key)}}, nil)
+// commitMarker adds the operation's marker, committed with the intent it
+// answered with (none for a request the provider refused), to the
+// transaction. The marker outlives the commit because its generation
+// does: once the key's record is gone (expired, or deleted so that the key
+// may be used again), another request under the key is a new operation,
+// which must go to the provider under the next downstream key, as the
+// provider still keeps this one; and the same request again finds its
+// intent by id.
+func (s *server) commitMarker(tx *idem.Tx, m marker, intent string) error {
+	m.Committed, m.Intent, m.Unknown = s.now().Unix(), intent, 0
+	item, err := attributevalue.MarshalMap(&m)
+	if err != nil {
+		return err
+	}
+	tx.Add(types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.attempts), Item: item}}, nil)
+	return nil
 }
 
 // committed reads the charge record ch's id already has, when it is this
@@ -251,10 +275,22 @@ func sameOperation(item map[string]types.AttributeValue, ch *charge) (*charge, e
 	return &prev, nil
 }
 
+// intent is what a create sends: the request, its payer, and the
+// operation's ids (its downstream key of generation gen, the operation op
+// and the request's fingerprint).
+type intent struct {
+	req                     chargeRequest
+	amount                  int64
+	who                     payer
+	downstream, op, request string
+	gen                     int
+}
+
 // intentParams is the create: confirmed at once, card-like methods only
 // (no redirect, so no return_url), off session for a saved method, and the
 // operation's ids in the metadata for settlement.
-func intentParams(c chargeRequest, amount int64, who payer, downstream, op, fp string, gen int) *stripe.PaymentIntentCreateParams {
+func intentParams(in intent) *stripe.PaymentIntentCreateParams {
+	c, amount, who := in.req, in.amount, in.who
 	p := &stripe.PaymentIntentCreateParams{
 		Amount: stripe.Int64(amount), Currency: stripe.String(c.Currency), Confirm: stripe.Bool(true),
 		PaymentMethod: stripe.String(who.paymentMethod),
@@ -274,10 +310,10 @@ func intentParams(c chargeRequest, amount int64, who payer, downstream, op, fp s
 	for k, v := range c.Metadata {
 		p.AddMetadata(k, v)
 	}
-	p.AddMetadata(MetaOperation, op)
-	p.AddMetadata(MetaRequest, fp)
-	p.AddMetadata(MetaGeneration, strconv.Itoa(gen))
-	p.SetIdempotencyKey(downstream)
+	p.AddMetadata(MetaOperation, in.op)
+	p.AddMetadata(MetaRequest, in.request)
+	p.AddMetadata(MetaGeneration, strconv.Itoa(in.gen))
+	p.SetIdempotencyKey(in.downstream)
 	return p
 }
 
@@ -286,11 +322,18 @@ func intentParams(c chargeRequest, amount int64, who payer, downstream, op, fp s
 func respond(ch *charge, a answer) (events.APIGatewayV2HTTPResponse, bool) {
 	switch {
 	case a.rejected != nil:
+		// Never the provider's message: it names the downstream key
+		// ("Try using a key other than '…'") and other internals.
 		if a.rejected.Type == stripe.ErrorTypeIdempotency {
 			// The provider holds another request under the downstream key.
-			return httpx.ErrorResponse(http.StatusUnprocessableEntity, "idempotency_key_reused", a.rejected.Msg), false
+			return httpx.ErrorResponse(http.StatusUnprocessableEntity, "idempotency_key_reused",
+				"the provider holds another request under this Idempotency-Key's operation; use a new key"), false
 		}
-		return httpx.ErrorResponse(http.StatusBadRequest, "provider_rejected", a.rejected.Msg), false
+		detail := "the provider refused the request"
+		if a.rejected.Code != "" {
+			detail += " (" + string(a.rejected.Code) + ")"
+		}
+		return httpx.ErrorResponse(http.StatusBadRequest, "provider_rejected", detail), false
 	case a.declined != nil:
 		declined(ch, a.declined.PaymentIntent, a.declined)
 	case a.intent.Status == stripe.PaymentIntentStatusRequiresPaymentMethod || a.intent.Status == stripe.PaymentIntentStatusCanceled:

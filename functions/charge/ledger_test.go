@@ -83,7 +83,7 @@ func (f *fixture) intentOfAnOlderRelease(t *testing.T, amount int64, currency st
 	}
 	c, _, _ := parseCharge([]byte(visa))
 	c.Currency = currency
-	p := intentParams(c, amount, payer{paymentMethod: provider.CardVisa}, "an-older-release", downstreamKey("alice", "k-1", 0), fp, 0)
+	p := intentParams(intent{req: c, amount: amount, who: payer{paymentMethod: provider.CardVisa}, downstream: "an-older-release", op: downstreamKey("alice", "k-1", 0), request: fp})
 	pi, err := f.server.payments.CreatePaymentIntent(context.Background(), p)
 	if err != nil || !strings.HasPrefix(pi.ID, "pi_") {
 		t.Fatalf("the older release's intent: %+v, %v", pi, err)

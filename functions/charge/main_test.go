@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -364,7 +365,7 @@ func TestColdStartMakesAWorkingFunctionFromItsEnvironment(t *testing.T) {
 	f := newFixture(t)
 	for k, v := range map[string]string{
 		"IDEMPOTENCY_TABLE": f.tables[0], "CHARGES_TABLE": f.tables[1], "ATTEMPTS_TABLE": f.tables[2],
-		"PROVIDER_BASE_URL": f.api, "PROVIDER_SECRET_KEY": secret,
+		"PROVIDER_BASE_URL": "https://api.stripe.com", "PROVIDER_LOCAL_URL": f.api, "PROVIDER_SECRET_KEY": secret,
 		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
 	} {
 		t.Setenv(k, v)
@@ -379,5 +380,91 @@ func TestColdStartMakesAWorkingFunctionFromItsEnvironment(t *testing.T) {
 	again := f.call("POST", "/charges", "alice", "k-1", visa)
 	if first.StatusCode != 201 || again.Body != first.Body || len(f.sim.Effects()) != 1 {
 		t.Fatalf("first %d %s, again %d %s, %d effects: want one charge, replayed", first.StatusCode, first.Body, again.StatusCode, again.Body, len(f.sim.Effects()))
+	}
+}
+
+// The secret key goes with every provider request, so the cold start
+// refuses a provider reached in the clear: PROVIDER_BASE_URL is an
+// https:// URL. Only a local run (a local DynamoDB engine named by
+// DYNAMODB_ENDPOINT) reaches the simulator over plain HTTP, and through a
+// variable of its own, PROVIDER_LOCAL_URL, which a deployed function
+// refuses.
+func TestTheProviderIsReachedOverTLSOutsideALocalRun(t *testing.T) {
+	f := newFixture(t)
+	engine := os.Getenv("DYNAMODB_ENDPOINT")
+	for _, tc := range []struct {
+		name, base, local, engine, refusal string
+	}{
+		{"https", "https://api.stripe.com", "", engine, ""},
+		{"plain http", "http://api.stripe.com", "", engine, "https"},
+		{"plain http on loopback", f.api, "", engine, "https"},
+		{"no scheme", "api.stripe.com", "", engine, "https"},
+		{"no host", "https://", "", engine, "https"},
+		{"the simulator in a local run", "https://api.stripe.com", f.api, engine, ""},
+		{"the local variable with no local engine", "https://api.stripe.com", f.api, "", "PROVIDER_LOCAL_URL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range map[string]string{
+				"IDEMPOTENCY_TABLE": f.tables[0], "CHARGES_TABLE": f.tables[1], "ATTEMPTS_TABLE": f.tables[2],
+				"PROVIDER_BASE_URL": tc.base, "PROVIDER_LOCAL_URL": tc.local, "PROVIDER_SECRET_KEY": secret, "DYNAMODB_ENDPOINT": tc.engine,
+				"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+			} {
+				t.Setenv(k, v)
+			}
+			endpoint := func(o *dynamodb.Options) { o.HTTPClient, o.BaseEndpoint = calls, aws.String(engine) }
+			_, err := newServer(context.Background(), nil, endpoint)
+			switch {
+			case tc.refusal == "" && err != nil:
+				t.Fatalf("cold start: %v, want it to start", err)
+			case tc.refusal != "" && (err == nil || !strings.Contains(err.Error(), tc.refusal)):
+				t.Fatalf("cold start: %v, want it refused naming %s", err, tc.refusal)
+			}
+		})
+	}
+}
+
+// The provider's secret key is read at cold start from an SSM parameter,
+// which must be a SecureString: a String or StringList parameter keeps the
+// key unencrypted, readable by whoever may describe parameters, and the
+// function refuses to start on one, saying so.
+func TestTheProviderSecretMustBeASecureString(t *testing.T) {
+	f := newFixture(t)
+	var kind atomic.Value
+	var asked atomic.Value
+	ssm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		asked.Store(r.Header.Get("X-Amz-Target") + " " + string(b))
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		fmt.Fprintf(w, `{"Parameter":{"Name":"/idem/provider-secret-key","Type":%q,"Value":%q,"Version":1}}`, kind.Load(), secret)
+	}))
+	defer ssm.Close()
+	for _, tc := range []struct {
+		kind string
+		ok   bool
+	}{{"SecureString", true}, {"String", false}, {"StringList", false}} {
+		t.Run(tc.kind, func(t *testing.T) {
+			kind.Store(tc.kind)
+			for k, v := range map[string]string{
+				"IDEMPOTENCY_TABLE": f.tables[0], "CHARGES_TABLE": f.tables[1], "ATTEMPTS_TABLE": f.tables[2],
+				"PROVIDER_BASE_URL": "https://api.stripe.com", "PROVIDER_LOCAL_URL": f.api,
+				"PROVIDER_SECRET_KEY": "", "PROVIDER_SECRET_PARAMETER": "/idem/provider-secret-key", "AWS_ENDPOINT_URL_SSM": ssm.URL,
+				"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+			} {
+				t.Setenv(k, v)
+			}
+			_, err := newServer(context.Background(), nil, func(o *dynamodb.Options) { o.HTTPClient = calls })
+			if got, _ := asked.Load().(string); !strings.HasPrefix(got, "AmazonSSM.GetParameter ") || !strings.Contains(got, `"WithDecryption":true`) {
+				t.Fatalf("SSM was asked %q, want GetParameter with decryption", got)
+			}
+			switch {
+			case tc.ok && err != nil:
+				t.Fatalf("cold start on a SecureString: %v", err)
+			case !tc.ok && (err == nil || !strings.Contains(err.Error(), "SecureString") || !strings.Contains(err.Error(), tc.kind)):
+				t.Fatalf("cold start on a %s: %v, want it refused naming SecureString and the type", tc.kind, err)
+			}
+			if err != nil && strings.Contains(err.Error(), secret) {
+				t.Fatalf("the refusal carries the secret: %v", err)
+			}
+		})
 	}
 }

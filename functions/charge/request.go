@@ -74,6 +74,8 @@ func parseCharge(body []byte) (chargeRequest, int64, *idemlambda.Refusal) {
 		return c, 0, httpx.Invalid("customer must be a provider id of letters, digits and underscores")
 	case len(c.Description) > maxDescription:
 		return c, 0, httpx.Invalid("description must be at most %d bytes", maxDescription)
+	case holdsCardNumber(c.Description):
+		return c, 0, httpx.Invalid("description holds a card number: " + noCardData)
 	}
 	if refusal := checkMetadata(c.Metadata); refusal != nil {
 		return c, 0, refusal
@@ -84,6 +86,12 @@ func parseCharge(body []byte) (chargeRequest, int64, *idemlambda.Refusal) {
 // ownMetadata are the metadata keys the charge sets on every intent; they
 // count against the provider's limit, and a client may not set them.
 var ownMetadata = []string{MetaOperation, MetaRequest, MetaGeneration}
+
+// noCardData says why a card number is refused. The charge would store
+// it, replay it and send it to the provider as free text; a card is given
+// only as a provider token (payment_method). The refusal never quotes the
+// number.
+const noCardData = "card data is never accepted; give the card as a payment_method token"
 
 // checkMetadata holds the client's metadata to the provider's limits
 // (Stripe: 50 keys, key names up to 40 characters without square brackets,
@@ -97,7 +105,11 @@ func checkMetadata(md map[string]string) *idemlambda.Refusal {
 	keys := slices.Sorted(maps.Keys(md))
 	for _, k := range keys {
 		v := md[k]
-		switch {
+		switch { // a card number first: the other refusals quote the key
+		case holdsCardNumber(k):
+			return httpx.Invalid("a metadata key holds a card number: " + noCardData)
+		case holdsCardNumber(v):
+			return httpx.Invalid("metadata[%q] holds a card number: "+noCardData, k)
 		case k == "":
 			return httpx.Invalid("metadata has an empty key")
 		case utf8.RuneCountInString(k) > maxMetadataKey:
@@ -172,4 +184,72 @@ func checkAmount(cur string, amount int64) *idemlambda.Refusal {
 		return httpx.Invalid("amount in %s must be at least %d minor units", strings.ToUpper(cur), minimums[cur])
 	}
 	return nil
+}
+
+// Card numbers are 13 to 19 digits (ISO/IEC 7812), written whole or in
+// groups split by a space or a dash.
+const (
+	minCardDigits = 13
+	maxCardDigits = 19
+)
+
+// holdsCardNumber says whether s holds what reads as a card number: a run
+// of consecutive digit groups (split by one space or dash) whose digits,
+// 13 to 19 of them, pass the Luhn check. A run is tried from each group's
+// start to each later group's end, so a number followed or preceded by
+// other groups is still found; one group of more digits than a card has
+// is a reference, not a card number.
+func holdsCardNumber(s string) bool {
+	for _, run := range digitRuns(s) {
+		for i := range run {
+			digits := ""
+			for _, g := range run[i:] {
+				if digits += g; len(digits) > maxCardDigits {
+					break
+				}
+				if len(digits) >= minCardDigits && luhn(digits) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// digitRuns splits s into runs of digit groups: groups are split by one
+// space or dash, runs by anything else.
+func digitRuns(s string) [][]string {
+	var runs [][]string
+	var run []string
+	start := -1
+	for i := 0; i <= len(s); i++ {
+		digit := i < len(s) && s[i] >= '0' && s[i] <= '9'
+		switch {
+		case digit && start < 0:
+			start = i
+		case !digit && start >= 0:
+			run = append(run, s[start:i])
+			start = -1
+			if i+1 < len(s) && (s[i] == ' ' || s[i] == '-') && s[i+1] >= '0' && s[i+1] <= '9' {
+				continue // the group's separator: the run goes on
+			}
+			runs, run = append(runs, run), nil
+		}
+	}
+	return runs
+}
+
+// luhn is the Luhn check of a string of digits.
+func luhn(digits string) bool {
+	sum := 0
+	for i := range len(digits) {
+		d := int(digits[len(digits)-1-i] - '0')
+		if i%2 == 1 {
+			if d *= 2; d > 9 {
+				d -= 9
+			}
+		}
+		sum += d
+	}
+	return sum%10 == 0
 }

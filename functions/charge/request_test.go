@@ -119,3 +119,68 @@ func TestABodyNotDeclaredJSONIsHeldToJSONsCanonicalForm(t *testing.T) {
 		t.Fatalf("the corrected request under the same key: %d %s, %d charges; want 201 and one charge", again.StatusCode, again.Body, f.charges())
 	}
 }
+
+// A card number in the free text a charge carries (description, metadata
+// keys and values) would be stored, replayed and sent to the provider, so
+// it is refused first, naming the field but not echoing the number, and
+// nothing is written or sent. A card number is a Luhn-valid run of 13 to
+// 19 digits, whole or in groups split by spaces or dashes; numbers that
+// are not one (Luhn-invalid, too short, or one group of more digits than
+// any card has) are accepted.
+func TestCardNumbersInFreeTextAreRefusedFirst(t *testing.T) {
+	f := newFixture(t)
+	with := func(desc string, md map[string]string) string {
+		b, _ := json.Marshal(map[string]any{"amount": 1050, "currency": "usd", "payment_method": "pm_card_visa", "description": desc, "metadata": md})
+		return string(b)
+	}
+	for _, tc := range []struct {
+		name, body, field string
+	}{
+		{"a visa number in the description", with("tea for 4242424242424242 thanks", nil), "description"},
+		{"one in groups of four by spaces", with("card 4242 4242 4242 4242", nil), "description"},
+		{"one in groups by dashes", with("4000-0566-5566-5556", nil), "description"},
+		{"an amex number of 15 digits", with("378282246310005", nil), "description"},
+		{"a 13-digit number", with("4222222222222", nil), "description"},
+		{"a 19-digit number", with("6011 0009 9013 9424 017", nil), "description"},
+		{"one followed by another group", with("4242 4242 4242 4242 1234", nil), "description"},
+		{"one in a metadata value", with("tea", map[string]string{"note": "pan=5555555555554444"}), "metadata"},
+		{"one in a metadata key", with("tea", map[string]string{"5555555555554444": "x"}), "metadata"},
+		{"a Luhn-invalid 16 digits", with("ref 4242424242424241", nil), "ok"},
+		{"a 12-digit Luhn-valid number", with("424242424242 is short", nil), "ok"},
+		{"a 20-digit reference in one group", with("ref 42424242424242424242", nil), "ok"},
+		{"a phone number and a date", with("call +1 415-555-0100 on 2026-12-06", map[string]string{"order": "o-1234"}), "ok"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(f.sim.Effects())
+			items := f.items()
+			resp := f.call("POST", "/charges", "alice", "k-"+tc.name, tc.body)
+			if tc.field == "ok" {
+				if resp.StatusCode != 201 {
+					t.Fatalf("got %d %s, want 201", resp.StatusCode, resp.Body)
+				}
+				return
+			}
+			if resp.StatusCode != 400 || errorCode(t, resp) != "invalid_request" || !strings.Contains(resp.Body, tc.field) || !strings.Contains(resp.Body, "card number") {
+				t.Fatalf("got %d %s, want 400 naming %q and a card number", resp.StatusCode, resp.Body, tc.field)
+			}
+			for _, d := range []string{"4242", "5555", "0005", "2222", "9424"} {
+				if strings.Contains(resp.Body, d) {
+					t.Fatalf("the refusal echoes the number: %s", resp.Body)
+				}
+			}
+			if len(f.sim.Effects()) != before || f.items() != items {
+				t.Fatalf("a refused request wrote or sent something")
+			}
+		})
+	}
+}
+
+func TestLuhn(t *testing.T) {
+	for digits, ok := range map[string]bool{
+		"4242424242424242": true, "4242424242424241": false, "378282246310005": true, "79927398713": true, "79927398710": false,
+	} {
+		if luhn(digits) != ok {
+			t.Errorf("luhn(%s) = %v, want %v", digits, !ok, ok)
+		}
+	}
+}

@@ -30,12 +30,15 @@ import (
 // So every intent carries the operation's id in its metadata (MetaOperation:
 // its first downstream key, a digest of scope and key; MetaRequest, the
 // request's fingerprint), and the charge keeps an attempt marker in
-// AttemptsTable from its first provider call until its commit, which
-// deletes it (a table of its own: the role that deletes markers may not
-// delete a charge). The marker keeps the payer resolved for the operation, so
-// every retry sends the provider the same request under the key.
+// AttemptsTable from its first provider call on; the commit marks it
+// committed, with the intent it answered with, and keeps it, for its
+// generation: a later request under the key, once the key's record is
+// gone, is sent under the next downstream key. The marker keeps the payer
+// resolved for the operation, so every retry sends the provider the same
+// request under the key.
 //
-// A retry that finds the marker lists the intents created since the marker
+// A retry that finds a committed marker reads its intent by id. One that
+// finds a marker not yet committed lists the intents created since the marker
 // was written (listWindow), with Stripe's list API, which is consistent
 // after the write, every page, and answers from the oldest whose metadata
 // names the operation and the request. Search is never used: Stripe's
@@ -74,6 +77,10 @@ type marker struct {
 	Generation int    `dynamodbav:"generation"` // of the downstream key in use
 	Since      int64  `dynamodbav:"since"`      // unix seconds of the first call under it
 	Unknown    int64  `dynamodbav:"unknown"`    // unix seconds of a saved 5xx under it, or 0
+	// Committed is when the operation committed (unix seconds, 0 before);
+	// Intent is the intent it answered with, if any.
+	Committed int64  `dynamodbav:"committed,omitempty"`
+	Intent    string `dynamodbav:"intent,omitempty"`
 	// The payer resolved for the operation, sent on every attempt.
 	PaymentMethod string `dynamodbav:"payment_method,omitempty"`
 	Customer      string `dynamodbav:"customer,omitempty"`
@@ -103,9 +110,10 @@ type chargeDB interface {
 // retry, with the payer it keeps. Otherwise resolve names the payer and a
 // new marker is written by one conditional put that, when it loses, returns
 // the marker a concurrent attempt left (retry, with its payer). A marker
-// left by another request (an abandoned operation whose key expired and was
-// reused) is replaced, under the next generation, so the provider never
-// sees another request under a key it keeps.
+// left by another request (an operation, abandoned or committed, whose
+// key's record is gone and whose key is used again) is replaced, under the
+// next generation, so the provider never sees another request under a key
+// it keeps.
 func (s *server) begin(ctx context.Context, scope, key, request string, resolve func() (payer, error)) (m marker, retry bool, err error) {
 	old, err := s.readMarker(ctx, scope, key)
 	if err != nil {
@@ -190,6 +198,14 @@ var errUnsettled = errors.New("an earlier attempt's outcome at the provider is n
 // have had no effect. errUnsettled within unknownSettle of a saved 5xx.
 func (s *server) settle(ctx context.Context, m marker, op string) (*stripe.PaymentIntent, marker, error) {
 	now := s.now()
+	if m.Intent != "" { // committed: its intent is known by id
+		pi, err := s.payments.PaymentIntent(ctx, m.Intent)
+		if err != nil {
+			_, terr := classify(nil, err)
+			return nil, m, orTransient(terr, err)
+		}
+		return pi, m, nil
+	}
 	found, err := s.find(ctx, m, op, now)
 	switch {
 	case err != nil:

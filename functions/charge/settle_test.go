@@ -59,7 +59,7 @@ func TestSettlementPagesToTheOldestCharge(t *testing.T) {
 	c, amount, _ := parseCharge([]byte(visa))
 	for i := range 120 {
 		f.clock.add(time.Second)
-		p := intentParams(c, amount, payer{paymentMethod: provider.CardVisa}, "by-hand-"+strconv.Itoa(i), downstreamKey("alice", "k-1", 0), fp, 0)
+		p := intentParams(intent{req: c, amount: amount, who: payer{paymentMethod: provider.CardVisa}, downstream: "by-hand-" + strconv.Itoa(i), op: downstreamKey("alice", "k-1", 0), request: fp})
 		if _, err := f.server.payments.CreatePaymentIntent(context.Background(), p); err != nil {
 			t.Fatal(err)
 		}
@@ -103,17 +103,17 @@ func TestRetryKeepsThePayerOfTheFirstAttempt(t *testing.T) {
 			if retry.StatusCode != 201 || len(effects) != 1 || effects[0].PaymentMethod != "pm_a" || charged(t, retry).ID != effects[0].PaymentIntentID {
 				t.Fatalf("retry = %d %s, effects %+v: want one charge of pm_a, answered", retry.StatusCode, retry.Body, effects)
 			}
-			if n := f.charges(); n != 1 || f.items() != 2 {
-				t.Fatalf("%d charge records, %d items: want the charge and its key's record, no marker", n, f.items())
+			if n := f.charges(); n != 1 || f.items() != 3 {
+				t.Fatalf("%d charge records, %d items: want the charge, its key's record and its committed marker", n, f.items())
 			}
 		})
 	}
 }
 
 // A same-request retry after the record expired, while the provider still
-// keeps its key: the provider replays the first charge, whose record is
-// already there; that record is the answer (201, or the decline's 402), not
-// a 503 forever.
+// keeps its key: the committed marker names the first charge's intent,
+// whose record is already there; that record is the answer (201, or the
+// decline's 402), not a 503 forever.
 func TestSameRequestAfterTheRecordExpiredGetsItsCharge(t *testing.T) {
 	for _, tc := range []struct {
 		body   string
@@ -131,8 +131,8 @@ func TestSameRequestAfterTheRecordExpiredGetsItsCharge(t *testing.T) {
 			if retry.StatusCode != tc.status || retry.Body != first.Body || retry.Headers[idemlambda.HeaderReplayed] != "" {
 				t.Fatalf("retry after the record expired = %d %s, want the first answer %d %s", retry.StatusCode, retry.Body, first.StatusCode, first.Body)
 			}
-			if n := len(f.sim.Effects()); n != 1 || f.charges() != 1 || f.items() != 2 {
-				t.Fatalf("%d effects, %d charge records, %d items: want one charge, one record, no marker", n, f.charges(), f.items())
+			if n := len(f.sim.Effects()); n != 1 || f.charges() != 1 || f.items() != 3 {
+				t.Fatalf("%d effects, %d charge records, %d items: want one charge, one record, its committed marker", n, f.charges(), f.items())
 			}
 			if again := f.call("POST", "/charges", "alice", "k-1", tc.body); again.Body != first.Body || again.Headers[idemlambda.HeaderReplayed] != "true" {
 				t.Fatalf("then = %d %s, want it replayed", again.StatusCode, again.Body)

@@ -103,8 +103,8 @@ func TestRaceStorm(t *testing.T) {
 	if len(effects) != ops || len(perKey) != ops {
 		t.Fatalf("%d provider charges under %d keys for %d operations", len(effects), len(perKey), ops)
 	}
-	if n := f.items() - ops; n != ops { // the idempotency records, plus one charge each
-		t.Fatalf("%d charge records for %d operations", n, ops)
+	if n := f.charges(); n != ops || f.items() != 3*ops { // and the idempotency records and committed markers
+		t.Fatalf("%d charge records, %d items for %d operations: want a record, a charge and a marker each", n, f.items(), ops)
 	}
 	out, err := f.raw.Scan(context.Background(), &dynamodb.ScanInput{
 		TableName:                 aws.String(f.tables[0]),

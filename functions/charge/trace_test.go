@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idemkeys/idem/functions/internal/apitest"
+	"github.com/idemkeys/idem/local/provider"
 )
 
 // tracedServer is the function as its cold start makes it from the
@@ -23,7 +24,7 @@ func tracedServer(t *testing.T) (*fixture, *tracetest.SpanRecorder) {
 	f := newFixture(t)
 	for k, v := range map[string]string{
 		"IDEMPOTENCY_TABLE": f.tables[0], "CHARGES_TABLE": f.tables[1], "ATTEMPTS_TABLE": f.tables[2],
-		"PROVIDER_BASE_URL": f.api, "PROVIDER_SECRET_KEY": secret,
+		"PROVIDER_BASE_URL": "https://api.stripe.com", "PROVIDER_LOCAL_URL": f.api, "PROVIDER_SECRET_KEY": secret,
 		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
 	} {
 		t.Setenv(k, v)
@@ -118,4 +119,36 @@ func TestARefusedRequestIsAnEventOnItsInvocationsSpan(t *testing.T) {
 // traceparent is the W3C header naming sc.
 func traceparent(sc trace.SpanContext) string {
 	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
+}
+
+// The provider's spans name its routes, never its objects: a charge of a
+// saved customer reads the customer (/v1/customers/cus_…), and its retry
+// after a saved 500 lists the customer's intents (?customer=cus_…), yet no
+// span of either holds the customer, its payment method or an intent id.
+func TestProviderSpansCarryRoutesNotIds(t *testing.T) {
+	f, rec := tracedServer(t)
+	f.sim.AddCustomer("cus_SECRETcustomer", map[string]string{MetaScope: "alice"}, "pm_SECRETmethod")
+	f.sim.AddPaymentMethod("pm_SECRETmethod", "cus_SECRETcustomer", provider.CardVisa)
+	f.sim.Inject(provider.Fault{Kind: provider.FailAfterEffect})
+	body := `{"amount":1050,"currency":"usd","customer":"cus_SECRETcustomer"}`
+	if first := f.call("POST", "/charges", "alice", "k-1", body); first.StatusCode != 503 {
+		t.Fatalf("first = %d %s, want the saved 500's 503", first.StatusCode, first.Body)
+	}
+	again := f.call("POST", "/charges", "alice", "k-1", body)
+	if again.StatusCode != 201 {
+		t.Fatalf("retry = %d %s, want the settled 201", again.StatusCode, again.Body)
+	}
+	spans := apitest.Spans(rec.Ended())
+	var routes []string
+	for _, sp := range spans {
+		if strings.HasPrefix(sp.Name(), "HTTP ") {
+			routes = append(routes, sp.Name()+" "+strings.TrimPrefix(apitest.Attr(sp, "url.full"), f.api))
+		}
+	}
+	slices.Sort(routes)
+	want := []string{"HTTP GET /v1/customers/{id}", "HTTP GET /v1/payment_intents", "HTTP POST /v1/payment_intents"}
+	if !slices.Equal(routes, want) {
+		t.Errorf("the provider's spans %q, want the routes %q", routes, want)
+	}
+	spans.CheckNoSecret(t, "SECRET", charged(t, again).ID)
 }

@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 }
 
 // echoRoutes are the routes of testdata/echo.
-var echoRoutes = []template.Route{{Method: "POST", Path: "/event"}, {Method: "GET", Path: "/event/{rest+}"}, {Method: "POST", Path: "/output"}, {Method: "POST", Path: "/size"}}
+var echoRoutes = []template.Route{{Method: "POST", Path: "/event"}, {Method: "GET", Path: "/event/{rest+}"}, {Method: "POST", Path: "/output"}, {Method: "POST", Path: "/size"}, {Method: "POST", Path: "/sleep"}}
 
 // echoAPI serves testdata/echo behind the local API with auth, on a real
 // HTTP server, until t ends; it returns the server's URL.
@@ -50,7 +50,13 @@ func echoAPI(t *testing.T, auth *apigw.Authorizer) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fn := apigw.Function{Def: &template.Function{LogicalID: "Echo", Timeout: 10, Routes: echoRoutes}, Bootstrap: echoBootstrap}
+	return serveEcho(t, auth, emulator, 10)
+}
+
+// serveEcho serves testdata/echo, with timeout seconds, under emulator.
+func serveEcho(t *testing.T, auth *apigw.Authorizer, emulator string, timeout int) string {
+	t.Helper()
+	fn := apigw.Function{Def: &template.Function{LogicalID: "Echo", Timeout: timeout, Routes: echoRoutes}, Bootstrap: echoBootstrap}
 	api, err := apigw.New(emulator, []apigw.Function{fn}, auth, 1, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -108,8 +108,12 @@ func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request, route templa
 	p := s.owner[route]
 	out, err := p.Invoke(r.Context(), payload)
 	if err != nil {
-		s.log.Warn("api: invocation failed", "function", p.Name, "error", err.Error())
-		writeMessage(w, http.StatusInternalServerError, "Internal Server Error")
+		status := invokeFailure(err)
+		s.log.Warn("api: invocation failed", "function", p.Name, "status", status, "error", err.Error())
+		if status == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", "1")
+		}
+		writeMessage(w, status, http.StatusText(status))
 		return
 	}
 	resp, err := Response(out)
@@ -120,6 +124,20 @@ func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request, route templa
 	}
 	_ = Write(w, resp) // answered either way: its own 500 for a body that is not base64, or a write to a client gone
 	s.log.Info("api", "method", r.Method, "path", r.URL.Path, "status", resp.StatusCode, "function", p.Name, "ms", time.Since(start).Milliseconds())
+}
+
+// invokeFailure is what a client gets for an invocation that failed: 500,
+// as API Gateway answers a function's own error; and 503 with Retry-After
+// for a failure that is not the function's answer, which a client retries:
+// an environment that could not start or that the emulator could not
+// reach, a send it refused, and a function past its timeout (under the
+// emulator that is mostly this machine's load, not the function: the same
+// invocation on Lambda would not have run out of time).
+func invokeFailure(err error) int {
+	if errors.Is(err, rie.ErrFunction) && !errors.Is(err, rie.ErrTimeout) {
+		return http.StatusInternalServerError
+	}
+	return http.StatusServiceUnavailable
 }
 
 // payload is the invocation payload of r's event, or the status API

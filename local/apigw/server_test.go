@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/idemkeys/idem/local/apigw"
 	"github.com/idemkeys/idem/local/devstack"
+	"github.com/idemkeys/idem/local/rie"
 	"github.com/idemkeys/idem/local/template"
 )
 
@@ -145,4 +147,38 @@ func TestCognitoAccessTokenAgainstMakeRunsAuthorizer(t *testing.T) {
 	if ev.Headers["host"] != r.URL.Host || ev.Headers["x-forwarded-port"] != r.URL.Port() || ev.Body != `{"a":1}` || ev.IsBase64Encoded {
 		t.Errorf("headers %v, body %q (base64 %v)", ev.Headers, ev.Body, ev.IsBase64Encoded)
 	}
+}
+
+// An invocation that fails for want of Lambda, not for the function's own
+// answer, is a transient failure, as a client of API Gateway and Lambda
+// meets it: 503 Service Unavailable with Retry-After, never a 500 that a
+// client reads as the function's error. A function that ran past its
+// timeout (here 1 s), which the emulator reports as a bare string, and an
+// execution environment that could not start are such failures; the next
+// invocation after a timeout runs in a fresh environment and answers.
+func TestAnInvocationThatTimesOutOrCannotStartIs503(t *testing.T) {
+	auth := testAuthorizer()
+	root, err := template.ProjectDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	emulator, err := rie.Binary(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := serveEcho(t, auth, emulator, 1)
+	check := func(what string, status int, h http.Header, body string) {
+		t.Helper()
+		if status != 503 || h.Get("Retry-After") == "" || body != `{"message":"Service Unavailable"}` {
+			t.Errorf("%s: %d Retry-After %q %s; want 503, Retry-After and API Gateway's message", what, status, h.Get("Retry-After"), body)
+		}
+	}
+	status, h, body := call(t, auth, "POST", url+"/sleep", "text/plain", "3000")
+	check("a function past its timeout", status, h, body)
+	if status, _, body := call(t, auth, "POST", url+"/sleep", "text/plain", "0"); status != 200 || body != "slept" {
+		t.Errorf("the invocation after a timeout: %d %s, want 200", status, body)
+	}
+	broken := serveEcho(t, auth, filepath.Join(t.TempDir(), "no-emulator"), 10)
+	status, h, body = call(t, auth, "POST", broken+"/sleep", "text/plain", "0")
+	check("an environment that cannot start", status, h, body)
 }

@@ -176,7 +176,7 @@ func (s *Stack) startProvider(o Options) error {
 	}
 	s.closers = append(s.closers, stop)
 	s.ProviderURL = providerURL
-	s.Vars["PROVIDER_BASE_URL"] = providerURL
+	s.Vars["PROVIDER_LOCAL_URL"] = providerURL // plain HTTP: PROVIDER_BASE_URL takes https:// only
 	s.Vars["PROVIDER_SECRET_KEY"] = ProviderSecret
 	s.step("payment provider simulator at %s (every charge it makes: GET %s/_sim/effects)", providerURL, providerURL)
 	return nil

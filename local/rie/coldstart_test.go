@@ -68,7 +68,7 @@ func TestColdStart(t *testing.T) {
 			}
 		}
 		env, err := fn.LocalEnv(refs, map[string]string{"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
-			"DYNAMODB_ENDPOINT": endpoint, "PROVIDER_BASE_URL": "http://127.0.0.1:9", "PROVIDER_SECRET_KEY": "sk"})
+			"DYNAMODB_ENDPOINT": endpoint, "PROVIDER_LOCAL_URL": "http://127.0.0.1:9", "PROVIDER_SECRET_KEY": "sk"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package rie
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 )
 
@@ -16,21 +17,23 @@ type Pool struct {
 	opts                Options
 	slots               chan struct{}
 
-	mu   sync.Mutex
-	idle []*Runtime
-	busy map[*Runtime]bool
+	mu      sync.Mutex
+	idle    []*Runtime
+	busy    map[*Runtime]bool
+	crashed map[*Runtime]bool // killed by Crash mid-invocation
 }
 
 // NewPool returns a pool of up to concurrency environments, each running
 // bootstrap under the emulator with o.
 func NewPool(name, emulator, bootstrap string, o Options, concurrency int) *Pool {
 	return &Pool{Name: name, emulator: emulator, bootstrap: bootstrap, opts: o,
-		slots: make(chan struct{}, concurrency), busy: map[*Runtime]bool{}}
+		slots: make(chan struct{}, concurrency), busy: map[*Runtime]bool{}, crashed: map[*Runtime]bool{}}
 }
 
 // Invoke runs one invocation in an idle environment, or a new one when none
 // is idle and the concurrency allows. An environment that failed (other than
-// with a function error) or exited is not reused.
+// with a function error), timed out or exited is not reused: Lambda, too,
+// starts the next invocation after a timeout in a fresh environment.
 func (p *Pool) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	select {
 	case p.slots <- struct{}{}:
@@ -45,8 +48,14 @@ func (p *Pool) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	// The invocation outlives a client that hangs up, as in Lambda.
 	out, err := rt.Invoke(context.WithoutCancel(ctx), payload)
 	p.mu.Lock()
+	if p.crashed[rt] && !errors.Is(err, ErrFunction) {
+		// The function's process died mid-invocation: on Lambda, the
+		// function's error (Runtime.ExitError), not the service's.
+		err = fmt.Errorf("%w: its process was killed: %v", ErrFunction, err)
+	}
+	delete(p.crashed, rt)
 	delete(p.busy, rt)
-	reuse := (err == nil || errors.Is(err, ErrFunction)) && !rt.Exited()
+	reuse := (err == nil || errors.Is(err, ErrFunction) && !errors.Is(err, ErrTimeout)) && !rt.Exited()
 	if reuse {
 		p.idle = append(p.idle, rt)
 	}
@@ -84,6 +93,7 @@ func (p *Pool) Crash() int {
 	victims := make([]*Runtime, 0, len(p.busy))
 	for rt := range p.busy {
 		victims = append(victims, rt)
+		p.crashed[rt] = true
 	}
 	p.mu.Unlock()
 	for _, rt := range victims {

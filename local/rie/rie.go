@@ -151,7 +151,9 @@ func (r *Runtime) waitListening(ctx context.Context, port int) error {
 
 // Invoke sends one event and returns the function's response payload. A
 // function error comes back as the emulator reports it, an errorMessage and
-// errorType object, with ErrFunction.
+// errorType object, with ErrFunction; a function that ran past its timeout,
+// which the emulator reports as bare text (Task timed out after 10.00
+// seconds) or a Sandbox.Timedout error, with ErrTimeout.
 func (r *Runtime) Invoke(ctx context.Context, event []byte) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url, bytes.NewReader(event))
 	if err != nil {
@@ -166,6 +168,9 @@ func (r *Runtime) Invoke(ctx context.Context, event []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if timedOut(body) {
+		return body, fmt.Errorf("%w: %s", ErrTimeout, body)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return body, fmt.Errorf("invoke: emulator answered %d: %s", resp.StatusCode, body)
 	}
@@ -178,6 +183,15 @@ func (r *Runtime) Invoke(ctx context.Context, event []byte) ([]byte, error) {
 // ErrFunction is a function that failed its invocation (returned an error,
 // panicked, or timed out).
 var ErrFunction = errors.New("function error")
+
+// ErrTimeout is a function that ran past its timeout; it is an ErrFunction.
+var ErrTimeout = fmt.Errorf("%w: timed out", ErrFunction)
+
+// timedOut says whether body is the emulator's report of a timeout.
+func timedOut(body []byte) bool {
+	b := bytes.TrimPrefix(bytes.TrimSpace(body), []byte(`"`))
+	return bytes.HasPrefix(b, []byte("Task timed out after ")) || bytes.Contains(b, []byte(`"errorType":"Sandbox.Timedout"`))
+}
 
 // Logs returns what the function and the emulator printed, when no Output
 // was given.

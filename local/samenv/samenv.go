@@ -102,7 +102,7 @@ func Start(ctx context.Context, o Options) (_ *Services, err error) {
 	step("payment provider simulator at %s (every charge it makes: GET %s/_sim/effects)", s.ProviderURL, s.ProviderURL)
 	s.EnvVars, err = EnvVars(tpl, s.Tables, map[string]string{
 		dynamo.EndpointEnv:    "http://" + net.JoinHostPort(o.Host, enginePort),
-		"PROVIDER_BASE_URL":   "http://" + net.JoinHostPort(o.Host, providerPort),
+		"PROVIDER_LOCAL_URL":  "http://" + net.JoinHostPort(o.Host, providerPort), // PROVIDER_BASE_URL takes https:// only
 		"PROVIDER_SECRET_KEY": ProviderSecret,
 		"IDEM_LEASE":          o.Lease,
 	})
@@ -155,13 +155,13 @@ func (s *Services) Close() {
 // its template declares and drops the rest of the file unsaid, so a local
 // variable that a function needs and does not declare is an error here:
 // DYNAMODB_ENDPOINT and IDEM_LEASE for every function, PROVIDER_SECRET_KEY
-// for one that declares PROVIDER_BASE_URL.
+// and PROVIDER_LOCAL_URL for one that declares PROVIDER_BASE_URL.
 func EnvVars(tpl *template.Template, tables, local map[string]string) (map[string]map[string]string, error) {
 	out := map[string]map[string]string{}
 	for _, fn := range tpl.Functions {
 		need := []string{dynamo.EndpointEnv, "IDEM_LEASE"}
 		if _, ok := fn.Env["PROVIDER_BASE_URL"]; ok {
-			need = append(need, "PROVIDER_SECRET_KEY")
+			need = append(need, "PROVIDER_SECRET_KEY", "PROVIDER_LOCAL_URL")
 		}
 		for _, k := range need {
 			if _, ok := fn.Env[k]; !ok {

@@ -6,13 +6,16 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// unknownToGoformation are AWS::Serverless::Function properties that SAM
+// unknownToGoformation are properties, by resource type and path, that SAM
 // and CloudFormation take but goformation (v7.14.9) does not know, and
 // refuses: the template's readers drop them before goformation parses it.
 // The tests that need them read the YAML itself.
-var unknownToGoformation = []string{"LoggingConfig"}
+var unknownToGoformation = map[string][][]string{
+	"AWS::Serverless::Function": {{"LoggingConfig"}},
+	"AWS::DynamoDB::Table":      {{"PointInTimeRecoverySpecification", "RecoveryPeriodInDays"}},
+}
 
-// ForGoformation returns the template raw without the function properties
+// ForGoformation returns the template raw without the properties
 // goformation does not know.
 func ForGoformation(raw []byte) ([]byte, error) {
 	var doc yaml.Node
@@ -23,12 +26,16 @@ func ForGoformation(raw []byte) ([]byte, error) {
 		return raw, nil
 	}
 	for _, res := range values(value(doc.Content[0], "Resources")) {
-		if t := value(res, "Type"); t == nil || t.Value != "AWS::Serverless::Function" {
+		t := value(res, "Type")
+		if t == nil {
 			continue
 		}
-		props := value(res, "Properties")
-		for _, name := range unknownToGoformation {
-			drop(props, name)
+		for _, path := range unknownToGoformation[t.Value] {
+			m := value(res, "Properties")
+			for _, key := range path[:len(path)-1] {
+				m = value(m, key)
+			}
+			drop(m, path[len(path)-1])
 		}
 	}
 	return yaml.Marshal(&doc)

@@ -11,7 +11,11 @@ package tracing
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/aws/smithy-go/middleware"
@@ -74,8 +78,11 @@ func (t *Tracing) AWS(apiOptions *[]func(*middleware.Stack) error) {
 // Transport wraps base (nil: http.DefaultTransport) with otelhttp: each
 // request is a client span, the child of the span in the request's
 // context, whose traceparent goes out with it. Its attributes are the
-// method, the URL (an object id in its path or query; never a header,
-// where the secret key and the Idempotency-Key are) and the status. Off, it
+// method, the status, and the URL cut to its route (route): the
+// provider's URLs name its objects in their path and query
+// (/v1/customers/cus_…, ?customer=cus_…), which a trace must not carry
+// any more than a log does; never a header either, where the secret key
+// and the Idempotency-Key are. The request itself goes out whole. Off, it
 // returns base as it is.
 func (t *Tracing) Transport(base http.RoundTripper) http.RoundTripper {
 	if t == nil {
@@ -84,8 +91,62 @@ func (t *Tracing) Transport(base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return otelhttp.NewTransport(base, otelhttp.WithTracerProvider(t.provider), otelhttp.WithPropagators(propagator))
+	return routeOnly{otelhttp.NewTransport(sendWhole{base}, otelhttp.WithTracerProvider(t.provider), otelhttp.WithPropagators(propagator))}
 }
+
+// wholeURL is the context key under which routeOnly hands the request's
+// own URL past otelhttp to sendWhole.
+type wholeURL struct{}
+
+// routeOnly hands otelhttp the request with its URL cut to its route,
+// since otelhttp records the URL it is given as url.full, and none of its
+// options changes that attribute.
+type routeOnly struct{ next http.RoundTripper }
+
+func (t routeOnly) RoundTrip(r *http.Request) (*http.Response, error) {
+	shown := r.WithContext(context.WithValue(r.Context(), wholeURL{}, r.URL))
+	// An opaque URL is written as it is: a path's braces would be escaped.
+	shown.URL = &url.URL{Scheme: r.URL.Scheme, Host: r.URL.Host, Opaque: "//" + r.URL.Host + route(r.URL.EscapedPath())}
+	return t.next.RoundTrip(shown)
+}
+
+// sendWhole sends the request otelhttp passes on under its own URL.
+type sendWhole struct{ base http.RoundTripper }
+
+func (t sendWhole) RoundTrip(r *http.Request) (*http.Response, error) {
+	u, ok := r.Context().Value(wholeURL{}).(*url.URL)
+	if !ok {
+		return nil, errors.New("tracing: a request reached the traced transport without its URL")
+	}
+	sent := r.WithContext(r.Context())
+	sent.URL = u
+	return t.base.RoundTrip(sent)
+}
+
+// route is the route template of a provider path, with no query: Stripe's
+// paths alternate a name and an object id after the version
+// (/v1/customers/{id}/payment_methods/{id}). A name is kept only when it
+// is lowercase letters and underscores; every other segment, and every
+// segment of a path that does not begin with a version, is {id}.
+func route(path string) string {
+	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	versioned := version.MatchString(segs[0])
+	for i, seg := range segs {
+		switch {
+		case seg == "":
+		case i == 0 && versioned:
+		case versioned && i%2 == 1 && name.MatchString(seg):
+		default:
+			segs[i] = "{id}"
+		}
+	}
+	return "/" + strings.Join(segs, "/")
+}
+
+var (
+	version = regexp.MustCompile(`^v[0-9]+$`)
+	name    = regexp.MustCompile(`^[a-z_]+$`)
+)
 
 // flushTimeout bounds the send of an invocation's spans: past it they are
 // dropped rather than the answer held.

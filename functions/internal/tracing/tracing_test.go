@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"slices"
 	"strings"
@@ -216,6 +217,53 @@ func TestParentAndLink(t *testing.T) {
 	for i, l := range links[1:] {
 		if len(l) != 0 {
 			t.Errorf("case %d linked %v, want nothing", i+1, l)
+		}
+	}
+}
+
+// A provider request's span records the route it took, its ids and its
+// query left out (/v1/customers/{id}, never /v1/customers/cus_…?expand=…),
+// in url.full and everywhere else, while the provider gets the request
+// whole, its traceparent with it.
+func TestAProviderRequestsSpanRecordsItsRouteNotItsIds(t *testing.T) {
+	var got []string
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.URL.RequestURI()+" "+strings.Join(r.Header.Values("traceparent"), ""))
+	}))
+	defer api.Close()
+	tr, rec := recorded()
+	c := &http.Client{Transport: tr.Transport(nil)}
+	for path, route := range map[string]string{
+		"/v1/customers/cus_SECRET1":                           "/v1/customers/{id}",
+		"/v1/payment_methods/pm_card_SECRET":                  "/v1/payment_methods/{id}",
+		"/v1/payment_intents?customer=cus_SECRET2&limit=100":  "/v1/payment_intents",
+		"/v1/payment_intents/pi_SECRET3/confirm?x=SECRET":     "/v1/payment_intents/{id}/confirm",
+		"/v1/customers/cus_SECRET4/payment_methods/pm_SECRET": "/v1/customers/{id}/payment_methods/{id}",
+		"/v1/Odd%2FSECRET/x":                                  "/v1/{id}/{id}",
+		"/SECRET":                                             "/{id}",
+	} {
+		rec.Reset()
+		u := strings.Replace(api.URL, "//", "//user:SECRET@", 1) + path
+		resp, err := c.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		spans := rec.Ended()
+		if len(spans) != 1 {
+			t.Fatalf("%s: %d spans, want 1", path, len(spans))
+		}
+		a := attrs(spans[0])
+		if want := api.URL + route; a["url.full"] != want {
+			t.Errorf("%s: url.full %q, want %q", path, a["url.full"], want)
+		}
+		if !strings.HasPrefix(got[len(got)-1], path+" 00-"+spans[0].SpanContext().TraceID().String()) {
+			t.Errorf("the provider got %q, want %s and the span's traceparent", got[len(got)-1], path)
+		}
+		for k, v := range a {
+			if strings.Contains(k+v, "SECRET") {
+				t.Errorf("%s: the span carries %s=%s", path, k, v)
+			}
 		}
 	}
 }

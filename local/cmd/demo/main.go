@@ -37,7 +37,7 @@ func run() error {
 	}
 	results, err := demo.Run(context.Background(), demo.Target{
 		APIURL:      vars[devstack.LocalVar+"API_URL"],
-		ProviderURL: vars["PROVIDER_BASE_URL"],
+		ProviderURL: vars["PROVIDER_LOCAL_URL"],
 		Token:       func(sub string) (string, error) { return auth.Token(sub, time.Hour) },
 	}, os.Stdout)
 	if err != nil {

@@ -1,7 +1,8 @@
 // Command echo is the function that local/apigw's tests put behind the
 // local API, under the Runtime Interface Emulator. By route it answers with
 // the event it was given (POST /event), its output being the request's body
-// (POST /output), or the body's length (POST /size).
+// (POST /output), or the body's length (POST /size); POST /sleep sleeps
+// for the milliseconds its body gives, past its timeout if asked.
 package main
 
 import (
@@ -9,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -27,6 +29,10 @@ func main() {
 		switch ev.RouteKey {
 		case "POST /output":
 			return body, nil
+		case "POST /sleep":
+			ms, _ := strconv.Atoi(string(body))
+			time.Sleep(time.Duration(ms) * time.Millisecond)
+			return json.Marshal(events.APIGatewayV2HTTPResponse{StatusCode: 200, Body: "slept"})
 		case "POST /size":
 			return json.Marshal(events.APIGatewayV2HTTPResponse{StatusCode: 200, Body: strconv.Itoa(len(body))})
 		}
