@@ -49,6 +49,9 @@ func tokenFor(t *testing.T, s *devstack.Stack, sub string) string {
 // the provider simulator counting charges. A crash is a SIGKILL of the
 // function's process.
 func TestDemoScenariosEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end, make demo's walk against the whole local stack: make test runs it")
+	}
 	s := startStack(t, "e2e-", devstack.Options{})
 	var out strings.Builder
 	results, err := demo.Run(context.Background(), demo.Target{

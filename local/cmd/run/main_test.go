@@ -27,6 +27,9 @@ func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
 // is a goodbye, it wrote nothing to stderr, and the API no longer answers.
 // Ready, it has said where the functions' traces go.
 func TestStopsCleanlyOnInterruptOrTerminate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end, make run's whole stack started and stopped by a signal: make test runs it")
+	}
 	tpl, bin := templatetest.Built(t)
 	cmd := filepath.Join(t.TempDir(), "run")
 	if out, err := exec.Command("go", "build", "-o", cmd, ".").CombinedOutput(); err != nil {

@@ -109,6 +109,9 @@ func replayAndTakeover(t *testing.T, s *devstack.Stack) {
 // and commits. The guide's samples are what this run printed, but for
 // durations, ids and times.
 func TestTheOperationsGuideShowsARealReplayAndTakeover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end, a replay and a takeover traced through the whole local stack: make test runs it")
+	}
 	s, prefix := tracedStack(t)
 	replayAndTakeover(t, s)
 	f, err := os.Open(s.TracesFile)
