@@ -8,13 +8,14 @@ LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags='-s -w' -buildvcs=false
 FUNCTIONS    := charge order orderstats
 HOST_ARCH    := $(shell $(GO) env GOARCH)
 
-.PHONY: help test print-fuzz-targets vet vet-fast lint lint-json fuzz soak chaos mutate mutate-protocol mutate-gremlins run demo traces model bench bench-powertools build invoke deps deploy clean sam-local-env
+.PHONY: help check test print-fuzz-targets vet vet-fast lint lint-json fuzz soak chaos mutate mutate-protocol mutate-gremlins run demo traces model bench bench-powertools build invoke deps deploy clean sam-local-env
 
 help:
 	@echo "make run     the whole API on 127.0.0.1:3000: DynamoDB engine, provider simulator, functions under the Lambda RIE"
 	@echo "make demo    a guided walk through the guarantees, against make run's stack"
 	@echo "make traces  [N=2]: make run's requests as traces, a tree each (the last N), from local/.run/traces.jsonl"
 	@echo "make test    vet and every test, on a local engine the tests start themselves; golangci-lint runs beside them"
+	@echo "make check   the inner loop: gofmt, go vet and go test -short ./... (the long runs skip, each saying which target runs it)"
 	@echo "make vet     gofmt, go vet, golangci-lint (.golangci.yml) and cfn-lint template.yaml"
 	@echo "make model   the Promela models (the protocol, the client, the queue) with spin, their negative controls and the larger runs make test leaves out"
 	@echo "make bench   every figure of BENCHMARKS.md, into bin/bench/, then its glance table and docs/bench/*.svg from that run (installs Powertools from npm into bin/powertools)"
@@ -32,6 +33,15 @@ help:
 deps:
 	@local/ensure-dynamodb-local.sh
 	@local/ensure-spin.sh
+
+# The inner loop: gofmt, go vet and the short tier. Under -short the long
+# runs (the chaos campaign, the SAM arm64 build, the whole-stack runs, the
+# models' larger runs, the cost and load measurements) skip, each with a
+# line saying which target runs it; make test runs everything.
+check: deps
+	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) test -short ./...
 
 vet: vet-fast lint
 
