@@ -3,6 +3,7 @@ package docs_test
 import (
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -15,7 +16,9 @@ import (
 var layoutPath = regexp.MustCompile("`([^`]+)`")
 
 // layoutPackages are the packages layout.md's table names, relative to the
-// module's root: every code span in the first cell of each row.
+// module's root: every code span in the first cell of each row, a bare name
+// (no slash) after a path being that path's sibling ("`local/cmd/run`,
+// `demo`").
 func layoutPackages(t *testing.T, root string) []string {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(root, "docs", "layout.md"))
@@ -28,8 +31,13 @@ func layoutPackages(t *testing.T, root string) []string {
 		if !strings.HasPrefix(line, "|") || len(cells) < 3 {
 			continue
 		}
+		prev := ""
 		for _, m := range layoutPath.FindAllStringSubmatch(cells[1], -1) {
-			named = append(named, m[1])
+			p := m[1]
+			if !strings.Contains(p, "/") && prev != "" {
+				p = path.Join(path.Dir(prev), p)
+			}
+			named, prev = append(named, p), p
 		}
 	}
 	return named
@@ -47,8 +55,8 @@ func modulePackages(t *testing.T, root string) []string {
 	}
 	var pkgs []string
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		path, module, _ := strings.Cut(line, " ")
-		rel := strings.TrimPrefix(strings.TrimPrefix(path, module), "/")
+		importPath, module, _ := strings.Cut(line, " ")
+		rel := strings.TrimPrefix(strings.TrimPrefix(importPath, module), "/")
 		if rel == "" {
 			rel = "."
 		}
