@@ -27,7 +27,7 @@ const lease = 2 * time.Second
 // printing the operation's whole history.
 func TestChaos(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the chaos campaign starts the whole stack: not with -short")
+		t.Skip("the chaos campaign through the whole local stack: make test runs a short one, make chaos a long one")
 	}
 	campaign(t, envInt(t, "CHAOS_SEED", 1), int(envInt(t, "CHAOS_OPS", 200)), int(envInt(t, "CHAOS_CLIENTS", 16))) //nolint:gosec // sizes a person typed, far below int's range
 }
