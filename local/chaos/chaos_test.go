@@ -3,6 +3,7 @@ package chaos_test
 import (
 	"context"
 	"crypto/rand"
+	"flag"
 	"os"
 	"strconv"
 	"strings"
@@ -15,7 +16,14 @@ import (
 	"github.com/idemkeys/idem/local/template/templatetest"
 )
 
-func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
+// TestMain starts the engine, unless -short, under which the campaign skips.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	os.Exit(dynamotest.Main(m))
+}
 
 // lease is the functions' lease in the campaign: short, so that takeovers
 // come soon, and long enough for a charge on a loaded machine.

@@ -3,6 +3,7 @@ package devstack_test
 import (
 	"context"
 	"crypto/rand"
+	"flag"
 	"os"
 	"strings"
 	"testing"
@@ -14,7 +15,14 @@ import (
 	"github.com/idemkeys/idem/local/template/templatetest"
 )
 
-func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
+// TestMain starts the engine, unless -short, under which every test here starts the stack, and skips.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	os.Exit(dynamotest.Main(m))
+}
 
 // startStack starts a stack for t on the functions built for it, on free
 // ports, its tables under prefix and a random suffix, with o's other

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/rand"
+	"flag"
 	"net"
 	"os"
 	"os/exec"
@@ -18,7 +19,14 @@ import (
 	"github.com/idemkeys/idem/local/template/templatetest"
 )
 
-func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
+// TestMain starts the engine, unless -short, under which its one test skips.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	os.Exit(dynamotest.Main(m))
+}
 
 // TestStopsCleanlyOnInterruptOrTerminate runs the command as make run does,
 // on the functions built for it and this package's engine, waits for
