@@ -247,8 +247,8 @@ bench-powertools: $(POWERTOOLS)
 
 # The Promela models (the protocol, the client, the queue), checked by
 # spin: make test runs the smaller runs and the negative controls; this adds
-# the larger runs (MODEL_SIZE=big), make soak the largest. DESIGN.md lists
-# them with their sizes.
+# the larger runs (MODEL_SIZE=big), make soak the largest. model_test.go
+# lists them; spin prints each one's size.
 model:
 	@local/ensure-spin.sh
 	MODEL_SIZE=big $(GO) test -count=1 -timeout 30m -v -run TestModel ./pkg/idem/model

@@ -42,6 +42,7 @@ var public = map[string]string{
 	"github.com/idemkeys/idem/pkg/idem/idemotel":        "idemotel.txt",
 	"github.com/idemkeys/idem/pkg/idemtest":             "idemtest.txt",
 	"github.com/idemkeys/idem/pkg/idemtest/dynamolocal": "dynamolocal.txt",
+	"github.com/idemkeys/idem/pkg/idemtest/faultproxy":  "faultproxy.txt",
 	"github.com/idemkeys/idem/pkg/idemclient":           "idemclient.txt",
 }
 

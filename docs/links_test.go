@@ -24,6 +24,7 @@ var (
 	href       = regexp.MustCompile(`href="([^"]+)"`)
 	heading    = regexp.MustCompile(`^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$`)
 	mdLink     = regexp.MustCompile(`!?\[([^\]]*)\]\([^)]*\)`)
+	htmlAnchor = regexp.MustCompile(`<a (?:id|name)="([^"]+)"`)
 )
 
 // markdownFiles are the repository's Markdown files, relative to root,
@@ -88,12 +89,19 @@ func headings(text string) (levels []int, texts []string) {
 	return levels, texts
 }
 
-// anchors are the fragments GitHub gives a Markdown file's headings: the
-// text as rendered, lowercased, without punctuation but hyphens and
-// underscores, spaces as hyphens, and a repeated one suffixed -1, -2, ...
+// anchors are the fragments a Markdown file offers: those GitHub gives its
+// headings (the text as rendered, lowercased, without punctuation but
+// hyphens and underscores, spaces as hyphens, and a repeated one suffixed
+// -1, -2, ...), and the ids of its HTML anchors (<a id="x"></a>, as
+// RELIABILITY.md gives each guarantee) outside fenced code.
 func anchors(text string) map[string]bool {
 	seen := map[string]int{}
 	out := map[string]bool{}
+	for _, l := range prose(text) {
+		for _, m := range htmlAnchor.FindAllStringSubmatch(l, -1) {
+			out[m[1]] = true
+		}
+	}
 	_, texts := headings(text)
 	for _, h := range texts {
 		h = mdLink.ReplaceAllString(h, "$1")

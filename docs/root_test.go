@@ -1,7 +1,8 @@
 // Package docs_test holds the repository's documents to the code: every
 // repository-relative link in every Markdown file resolves, every problem
-// code the code can answer has its section in http-api.md, and
-// openapi.yaml describes template.yaml's routes and those codes.
+// code the code can answer has its section in http-api.md,
+// openapi.yaml describes template.yaml's routes and those codes, and
+// RELIABILITY.md names only tests that exist, at least one a guarantee.
 package docs_test
 
 import (

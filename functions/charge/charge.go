@@ -73,6 +73,7 @@ func (s *server) routes() httpx.Routes {
 	return httpx.Routes{
 		"POST /charges": idemlambda.HTTPAPI(s.store, parseChargeBody, s.create, func(o *idemlambda.Options[events.APIGatewayV2HTTPRequest]) {
 			o.Scope, o.MaxBodyBytes, o.Logger, o.ProblemBase = idemlambda.JWTClaim(s.scopeClaim), maxBody, s.log, httpx.ProblemBase
+			o.JSON = true // parseChargeBody reads every body as JSON, whatever its Content-Type
 		}),
 		"GET /charges/{id}": s.get,
 	}

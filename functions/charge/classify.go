@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemkeys/idem/pkg/idem/idemlambda"
+	"github.com/idemkeys/idem/pkg/idemclient"
 	"github.com/stripe/stripe-go/v82"
 )
 
@@ -113,5 +114,5 @@ func sanitized(err error) error {
 // request under the key (Idempotent-Replayed). A decline's error object
 // does not say, so a decline is never fresh.
 func (a answer) fresh(found *stripe.PaymentIntent) bool {
-	return found == nil && a.intent != nil && a.intent.LastResponse != nil && a.intent.LastResponse.Header.Get("Idempotent-Replayed") != "true"
+	return found == nil && a.intent != nil && a.intent.LastResponse != nil && a.intent.LastResponse.Header.Get(idemclient.HeaderReplayed) != "true"
 }

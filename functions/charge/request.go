@@ -12,7 +12,7 @@ import (
 	"golang.org/x/text/currency"
 
 	"github.com/idemkeys/idem/functions/internal/httpx"
-	"github.com/idemkeys/idem/internal/httpapi"
+	"github.com/idemkeys/idem/pkg/idem/idemlambda"
 )
 
 // chargeRequest is the body of POST /charges.
@@ -45,7 +45,7 @@ const (
 var reference = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
 
 // parseCharge validates a body; the amount it returns is the parsed one.
-func parseCharge(body []byte) (chargeRequest, int64, *httpapi.Refusal) {
+func parseCharge(body []byte) (chargeRequest, int64, *idemlambda.Refusal) {
 	var c chargeRequest
 	if err := httpx.DecodeStrict(body, &c); err != nil {
 		return c, 0, httpx.Invalid("%v", err)
@@ -90,7 +90,7 @@ var ownMetadata = []string{MetaOperation, MetaRequest, MetaGeneration}
 // values up to 500 characters), counting the charge's own keys, so that
 // the provider never refuses what was accepted here. The refusal names the
 // field.
-func checkMetadata(md map[string]string) *httpapi.Refusal {
+func checkMetadata(md map[string]string) *idemlambda.Refusal {
 	if room := maxMetadataKeys - len(ownMetadata); len(md) > room {
 		return httpx.Invalid("metadata has %d keys; at most %d are allowed (the provider's %d, less the charge's own %d)", len(md), room, maxMetadataKeys, len(ownMetadata))
 	}
@@ -152,7 +152,7 @@ var minimums = map[string]int64{
 // three-decimal currency a multiple of ten (Stripe: "the least-significant
 // (last) digit to be 0"); ISK, two-decimal in the API but charged in whole
 // krónur, a multiple of 100.
-func checkAmount(cur string, amount int64) *httpapi.Refusal {
+func checkAmount(cur string, amount int64) *idemlambda.Refusal {
 	unit, err := currency.ParseISO(cur)
 	if err != nil || len(cur) != 3 || notCurrencies[cur] {
 		return httpx.Invalid("currency %q is not an ISO 4217 currency code", cur)

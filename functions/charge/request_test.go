@@ -98,3 +98,24 @@ func TestMetadataPastTheProvidersLimitsIsRefusedFirst(t *testing.T) {
 		})
 	}
 }
+
+// TestABodyNotDeclaredJSONIsHeldToJSONsCanonicalForm: POST /charges reads
+// every body as JSON, so one sent as text/plain with both "amount" and
+// "AMOUNT", which a first-wins reader and the parse step read
+// differently, is refused before anything is written, the key unclaimed
+// and the provider never asked: the corrected request under the same key
+// is then charged.
+func TestABodyNotDeclaredJSONIsHeldToJSONsCanonicalForm(t *testing.T) {
+	f := newFixture(t)
+	folded := `{"amount":1050,"AMOUNT":99999,"currency":"usd","payment_method":"pm_card_visa"}`
+	resp := f.call("POST", "/charges", "alice", "k-1", folded, "Content-Type", "text/plain")
+	if resp.StatusCode != 400 || errorCode(t, resp) != "invalid_json" {
+		t.Fatalf("got %d %s, want 400 invalid_json", resp.StatusCode, resp.Body)
+	}
+	if n, asked := f.items(), f.requests.Load(); n != 0 || asked != 0 {
+		t.Fatalf("%d items written, %d provider requests; want none", n, asked)
+	}
+	if again := f.call("POST", "/charges", "alice", "k-1", visa); again.StatusCode != 201 || f.charges() != 1 {
+		t.Fatalf("the corrected request under the same key: %d %s, %d charges; want 201 and one charge", again.StatusCode, again.Body, f.charges())
+	}
+}

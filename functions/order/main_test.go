@@ -197,6 +197,26 @@ func TestBadOrdersWriteNothing(t *testing.T) {
 	}
 }
 
+// TestABodyNotDeclaredJSONIsHeldToJSONsCanonicalForm: POST /orders reads
+// every body as JSON, so one sent as text/plain with both "items" (tea)
+// and "ITEMS" (coffee), which a first-wins reader and the parse step read
+// differently, is refused before anything is written, the key unclaimed:
+// the corrected request under the same key then creates the order.
+func TestABodyNotDeclaredJSONIsHeldToJSONsCanonicalForm(t *testing.T) {
+	f := newFixture(t)
+	folded := `{"items":[{"sku":"tea","quantity":2}],"ITEMS":[{"sku":"coffee","quantity":9}]}`
+	resp := f.Call("POST", "/orders", "alice", "k-1", folded, "Content-Type", "text/plain")
+	if resp.StatusCode != 400 || apitest.ErrorCode(t, resp) != "invalid_json" {
+		t.Fatalf("got %d %s, want 400 invalid_json", resp.StatusCode, resp.Body)
+	}
+	if n := apitest.Items(t, f.raw, f.tables...); n != 0 {
+		t.Fatalf("%d items written (an order or the key's record), want none", n)
+	}
+	if again := f.Call("POST", "/orders", "alice", "k-1", tea); again.StatusCode != 201 || apitest.Items(t, f.raw, f.tables[1]) != 1 {
+		t.Fatalf("the corrected request under the same key: %d %s, want 201 and one order", again.StatusCode, again.Body)
+	}
+}
+
 func TestTemplateRoutesAndTablesMatchTheCode(t *testing.T) {
 	apitest.CheckRoutes(t, apitest.Function(t, "OrderFunction"), (&server{store: &idem.Store{}}).routes())
 	apitest.CheckKeys(t, "OrdersTable", attrScope, attrOrderID)

@@ -120,6 +120,7 @@ func (s *server) routes() httpx.Routes {
 	return httpx.Routes{
 		"POST /orders": idemlambda.HTTPAPI(s.store, parseOrder, s.create, func(o *idemlambda.Options[events.APIGatewayV2HTTPRequest]) {
 			o.Scope, o.MaxBodyBytes, o.Logger, o.Atomic, o.ProblemBase = idemlambda.JWTClaim(s.scopeClaim), maxBody, s.log, s.fastPath, httpx.ProblemBase
+			o.JSON = true // parseOrder reads every body as JSON, whatever its Content-Type
 		}),
 		"PUT /orders/{order_id}": s.put,
 		"GET /orders/{order_id}": s.get,

@@ -1,8 +1,11 @@
-// Package httpapi holds what every handler behind API Gateway's HTTP API
-// needs, idempotent or not: the caller's verified scope, the body decoded
-// and held to a limit, header look-ups in any case, and errors rendered as
-// RFC 9457 problem details with a stable code. pkg/idem's adapters and the
-// functions both use it.
+// Package httpapi holds what the example API's handlers behind API
+// Gateway's HTTP API need beside pkg/idem's doors, and what the local
+// stack needs to stand in for API Gateway: the caller's verified scope
+// for a route that is not idempotent (a GET), the body decoded and held to
+// a limit, header look-ups in any case, JWT claims as API Gateway hands
+// them on, and problem details with members of the example's own. A
+// refusal is the doors' public type (idemlambda.Refusal), so that a parse
+// step's refusal means one thing behind a door and outside one.
 package httpapi
 
 import (
@@ -11,94 +14,54 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/idemlambda"
 )
 
-// Refusal is a request turned away before any write: the checks here
-// return it, and a handler answers it as problem details (Response). The
-// doors of pkg/idem take it from a Parse or a handler as they take
-// idemhttp.Refusal, their own type of the same fields.
-type Refusal struct {
-	StatusCode int
-	Code       string
-	Message    string
-}
-
-func (r *Refusal) Error() string {
-	if r == nil {
-		return "no refusal" // a typed nil, which refuses nothing
-	}
-	return r.Code + ": " + r.Message
-}
-
-// TransientError is a failure the client should retry: a front door's
-// handler returns it, the lease is lapsed and nothing is stored, and the
-// door answers StatusCode (503 when it is not a 5xx) with Retry-After and
-// the problem Code. It is the doors' own form of idemhttp.TransientError,
-// the type users return (the same fields).
-type TransientError struct {
-	StatusCode int
-	RetryAfter time.Duration
-	Code       string // a stable, machine-readable error code
-	Err        error
-}
-
-func (e *TransientError) Error() string { return fmt.Sprintf("transient (%s): %v", e.Code, e.Err) }
-func (e *TransientError) Unwrap() error { return e.Err }
-
-// Response renders the refusal as a problem details response.
-func (r *Refusal) Response() events.APIGatewayV2HTTPResponse {
-	return ErrorResponse(r.StatusCode, r.Code, r.Message)
-}
-
-// Problem is the refusal as problem details.
-func (r *Refusal) Problem() Problem { return NewProblem(r.StatusCode, r.Code, r.Message) }
-
 // Unauthenticated is the 401 of a request without a usable verified identity.
-func Unauthenticated() *Refusal {
-	return &Refusal{http.StatusUnauthorized, "unauthenticated", "no verified identity on this request"}
+func Unauthenticated() *idemlambda.Refusal {
+	return &idemlambda.Refusal{StatusCode: http.StatusUnauthorized, Code: "unauthenticated", Message: "no verified identity on this request"}
 }
 
-// CheckScope refuses an identity that cannot be a scope (401): none, one
-// over idem.MaxScopeLength, or one that is not valid UTF-8. DynamoDB's SDK
-// writes each invalid byte of a string as U+FFFD, so two such names of one
-// length ("m\xfcller" and "m\xf6ller", Latin-1 from a proxy's header)
-// would share every key's record: each other's stored responses.
-func CheckScope(scope string) *Refusal {
+// CheckScope refuses an identity that cannot be a scope (401), as the
+// doors refuse it: none, one over idem.MaxScopeLength, or one that is not
+// valid UTF-8. DynamoDB's SDK writes each invalid byte of a string as
+// U+FFFD, so two such names of one length ("m\xfcller" and "m\xf6ller",
+// Latin-1 from a proxy's header) would share every item keyed by scope.
+func CheckScope(scope string) *idemlambda.Refusal {
 	switch {
 	case scope == "":
 		return Unauthenticated()
 	case len(scope) > idem.MaxScopeLength:
-		return &Refusal{http.StatusUnauthorized, "unauthenticated", fmt.Sprintf("the verified identity is %d bytes, over the %d a scope may have", len(scope), idem.MaxScopeLength)}
+		return &idemlambda.Refusal{StatusCode: http.StatusUnauthorized, Code: "unauthenticated", Message: fmt.Sprintf("the verified identity is %d bytes, over the %d a scope may have", len(scope), idem.MaxScopeLength)}
 	case !utf8.ValidString(scope):
-		return &Refusal{http.StatusUnauthorized, "unauthenticated", "the verified identity is not valid UTF-8, so it cannot be a scope"}
+		return &idemlambda.Refusal{StatusCode: http.StatusUnauthorized, Code: "unauthenticated", Message: "the verified identity is not valid UTF-8, so it cannot be a scope"}
 	}
 	return nil
 }
 
 // DecodeBody decodes a body that may be base64 (400 if it does not decode)
 // and holds it to maxBody bytes when maxBody is positive (413).
-func DecodeBody(body string, isBase64 bool, maxBody int) ([]byte, *Refusal) {
+func DecodeBody(body string, isBase64 bool, maxBody int) ([]byte, *idemlambda.Refusal) {
 	b := []byte(body)
 	if isBase64 {
 		d, err := base64.StdEncoding.DecodeString(body)
 		if err != nil {
-			return nil, &Refusal{http.StatusBadRequest, "invalid_body", "body is marked base64 but does not decode"}
+			return nil, &idemlambda.Refusal{StatusCode: http.StatusBadRequest, Code: "invalid_body", Message: "body is marked base64 but does not decode"}
 		}
 		b = d
 	}
-	return b, CheckSize(len(b), maxBody)
+	return b, checkSize(len(b), maxBody)
 }
 
-// CheckSize refuses a body of n bytes over maxBody (413) when maxBody is positive.
-func CheckSize(n, maxBody int) *Refusal {
+// checkSize refuses a body of n bytes over maxBody (413) when maxBody is positive.
+func checkSize(n, maxBody int) *idemlambda.Refusal {
 	if maxBody > 0 && n > maxBody {
-		return &Refusal{http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("body is %d bytes or more, over the limit of %d", n, maxBody)}
+		return &idemlambda.Refusal{StatusCode: http.StatusRequestEntityTooLarge, Code: "body_too_large", Message: fmt.Sprintf("body is %d bytes or more, over the limit of %d", n, maxBody)}
 	}
 	return nil
 }
@@ -107,7 +70,7 @@ func CheckSize(n, maxBody int) *Refusal {
 // write: it reads the scope from the verified JWT claim (401 if there is
 // none; claim "" is "sub"), decodes a base64 body, and enforces the body
 // limit (413).
-func CheckRequest(req *events.APIGatewayV2HTTPRequest, claim string, maxBody int) (scope string, body []byte, refusal *Refusal) {
+func CheckRequest(req *events.APIGatewayV2HTTPRequest, claim string, maxBody int) (scope string, body []byte, refusal *idemlambda.Refusal) {
 	scope = JWTClaim(req, claim)
 	if r := CheckScope(scope); r != nil {
 		return "", nil, r

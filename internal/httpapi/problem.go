@@ -2,44 +2,25 @@ package httpapi
 
 import (
 	"encoding/json"
-	"maps"
-	"net/http"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkeys/idem/pkg/idem/idemhttp"
 )
 
-// ContentType is the media type of problem details (RFC 9457).
+// ContentType is the media type of problem details (RFC 9457), as the
+// doors send it.
 const ContentType = "application/problem+json"
 
-// titles are the short, fixed summaries of the codes, for a problem whose
-// type is its own (WithBase); a code not listed has its status's text.
-var titles = map[string]string{
-	"unauthenticated":         "Not authenticated",
-	"idempotency_key_missing": "Idempotency-Key missing",
-	"idempotency_key_invalid": "Idempotency-Key invalid",
-	"idempotency_key_reused":  "Idempotency-Key reused with another request",
-	"request_in_progress":     "Request in progress",
-	"invalid_json":            "Invalid JSON body",
-	"invalid_body":            "Invalid body",
-	"invalid_request":         "Invalid request",
-	"body_too_large":          "Body too large",
-	"result_too_large":        "Result too large to store",
-	"invalid_write":           "Writes cannot be committed",
-	"timeout":                 "Timed out",
-	"internal_error":          "Internal error",
-	"not_found":               "Not found",
-	"route_not_found":         "No such route",
-}
-
-// Problem is an RFC 9457 problem details object as the IETF Idempotency-Key
-// draft shows it, plus a stable machine-readable Code. Extra holds more
-// members (a decline's decline_code); it cannot replace the standard ones.
+// Problem is an RFC 9457 problem details object as the doors render it
+// (idemhttp.Problem: type, title, status, detail and a stable code), plus
+// Extra, more members of the example's own (a decline's decline_code),
+// which cannot replace the standard ones.
 type Problem struct {
-	Type   string
-	Title  string
+	Base   string // the base of the type URI, as the doors' ProblemBase
 	Status int
-	Detail string
 	Code   string
+	Detail string
 	Extra  map[string]any
 }
 
@@ -47,29 +28,31 @@ type Problem struct {
 // occurrence. Its type is RFC 9457's "about:blank", whose title is the
 // status's text; WithBase gives it a type of its own.
 func NewProblem(status int, code, detail string) Problem {
-	return Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail, Code: code}
+	return Problem{Status: status, Code: code, Detail: detail}
 }
 
 // WithBase is p with the type base + p.Code and the code's own title, so
 // that the type URI names a document about the code (base "" leaves p as
 // it is).
 func (p Problem) WithBase(base string) Problem {
-	if base == "" {
-		return p
-	}
-	p.Type = base + p.Code
-	if title, ok := titles[p.Code]; ok {
-		p.Title = title
-	}
+	p.Base = base
 	return p
 }
 
-// JSON is the problem's body.
+// JSON is the problem's body: the doors' own, with Extra's members added.
 func (p Problem) JSON() []byte {
+	body := idemhttp.Problem(p.Base, p.Status, p.Code, p.Detail).Body
+	if len(p.Extra) == 0 {
+		return body
+	}
 	m := make(map[string]any, len(p.Extra)+5)
-	maps.Copy(m, p.Extra)
-	m["type"], m["title"], m["status"], m["detail"], m["code"] = p.Type, p.Title, p.Status, p.Detail, p.Code
-	b, _ := json.Marshal(m) // strings, ints and the caller's plain values
+	_ = json.Unmarshal(body, &m) // the doors' own JSON object
+	for k, v := range p.Extra {
+		if _, standard := m[k]; !standard {
+			m[k] = v
+		}
+	}
+	b, _ := json.Marshal(m) // the doors' members and the caller's plain values
 	return b
 }
 

@@ -48,10 +48,10 @@ import (
 
 	"github.com/idemkeys/idem/local/devstack"
 	"github.com/idemkeys/idem/local/dynamo"
-	"github.com/idemkeys/idem/local/faultproxy"
 	"github.com/idemkeys/idem/local/provider"
 	"github.com/idemkeys/idem/local/rie"
 	"github.com/idemkeys/idem/pkg/idemclient"
+	"github.com/idemkeys/idem/pkg/idemtest/faultproxy"
 )
 
 // Config is a campaign's size and seed.

@@ -4,8 +4,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/idemkeys/idem/local/faultproxy"
 	"github.com/idemkeys/idem/local/provider"
+	"github.com/idemkeys/idem/pkg/idemtest/faultproxy"
 )
 
 // fault is one fault planned for an operation: its kind and the number

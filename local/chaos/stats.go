@@ -11,9 +11,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idemkeys/idem/local/devstack"
-	"github.com/idemkeys/idem/local/faultproxy"
 	"github.com/idemkeys/idem/local/rie"
 	"github.com/idemkeys/idem/local/template"
+	"github.com/idemkeys/idem/pkg/idemtest/faultproxy"
 )
 
 // Consumer starts the order stats consumer's pool: its bootstrap under

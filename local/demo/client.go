@@ -12,9 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idemkeys/idem/local/faultproxy"
 	"github.com/idemkeys/idem/local/provider"
 	"github.com/idemkeys/idem/pkg/idemclient"
+	"github.com/idemkeys/idem/pkg/idemtest/faultproxy"
 )
 
 // client talks to the stack. Requests to the API go through pkg/idemclient,

@@ -17,9 +17,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idemkeys/idem/local/faultproxy"
 	"github.com/idemkeys/idem/local/provider"
 	"github.com/idemkeys/idem/pkg/idemclient"
+	"github.com/idemkeys/idem/pkg/idemtest/faultproxy"
 )
 
 // Target is the stack to talk to.

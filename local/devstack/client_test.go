@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/idemkeys/idem/local/devstack"
-	"github.com/idemkeys/idem/local/faultproxy"
 	"github.com/idemkeys/idem/local/provider"
 	"github.com/idemkeys/idem/pkg/idemclient"
+	"github.com/idemkeys/idem/pkg/idemtest/faultproxy"
 )
 
 // TestClientAgainstTheStack sends charges through pkg/idemclient to the

@@ -16,8 +16,8 @@ import (
 
 	"github.com/idemkeys/idem/local/devstack"
 	"github.com/idemkeys/idem/local/dynamotest"
-	"github.com/idemkeys/idem/local/faultproxy"
 	"github.com/idemkeys/idem/local/provider"
+	"github.com/idemkeys/idem/pkg/idemtest/faultproxy"
 )
 
 // TestCrashPoints kills the charge function's process (SIGKILL, under the

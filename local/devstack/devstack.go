@@ -22,10 +22,10 @@ import (
 
 	"github.com/idemkeys/idem/local/apigw"
 	"github.com/idemkeys/idem/local/dynamo"
-	"github.com/idemkeys/idem/local/faultproxy"
 	"github.com/idemkeys/idem/local/provider"
 	"github.com/idemkeys/idem/local/rie"
 	"github.com/idemkeys/idem/local/template"
+	"github.com/idemkeys/idem/pkg/idemtest/faultproxy"
 )
 
 // The local JWT authorizer's issuer and audience, and the provider's secret.

@@ -9,7 +9,7 @@ import (
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
-// API is the client that Counter and Meter wrap: the calls pkg/idem makes.
+// API is the client that Counter wraps: the calls pkg/idem makes.
 type API = idem.DynamoDBAPI
 
 // Counter wraps a client, counts its calls by operation, and lets a test
@@ -70,26 +70,26 @@ func (c *Counter) Reset() {
 	c.calls = nil
 }
 
-// counted counts op and makes the call, unless Before fails it.
-func counted[In, Out any](c *Counter, op string, call func(context.Context, *In, ...func(*dynamodb.Options)) (*Out, error), ctx context.Context, in *In, o []func(*dynamodb.Options)) (*Out, error) {
-	if err := c.count(op); err != nil {
+func (c *Counter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if err := c.count("PutItem"); err != nil {
 		return nil, err
 	}
-	return call(ctx, in, o...)
-}
-
-func (c *Counter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	return counted(c, "PutItem", c.API.PutItem, ctx, in, o)
+	return c.API.PutItem(ctx, in, o...)
 }
 
 func (c *Counter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	return counted(c, "GetItem", c.API.GetItem, ctx, in, o)
+	if err := c.count("GetItem"); err != nil {
+		return nil, err
+	}
+	return c.API.GetItem(ctx, in, o...)
 }
 
 func (c *Counter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	return counted(c, "UpdateItem", c.API.UpdateItem, ctx, in, o)
+	if err := c.count("UpdateItem"); err != nil {
+		return nil, err
+	}
+	return c.API.UpdateItem(ctx, in, o...)
 }
-
 func (c *Counter) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	if err := c.count("TransactWriteItems"); err != nil {
 		return nil, err

@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemkeys/idem/local/faultproxy"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idemtest/faultproxy"
 )
 
 func TestInspectShowsTheRecord(t *testing.T) {
@@ -351,5 +353,37 @@ func TestDeleteDoesNotReachOtherEnvironmentsCaches(t *testing.T) {
 	}
 	if res, err := f.Store.Do(ctx, req("gina", "k1", `{}`), f.createOrder("gina", "o2", &runs)); err != nil || res.Replayed || runs.Load() != 2 {
 		t.Fatalf("an environment without the cache: %+v, %v after %d runs; want the work run again", res, err, runs.Load())
+	}
+}
+
+// The delete lands, every answer is lost, and the customer's resend claims
+// the key before Delete reads back: the record Delete was given is gone, so
+// it is the delete, with its audit line (it was ErrRecordChanged, no line).
+func TestALostDeleteThenAReclaimIsADelete(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.Store.Do(ctx, req("frank", "k1", `{}`), ok); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	fa := &faulty{DynamoDBAPI: f.DB}
+	fa.tx = func(ctx context.Context, in *dynamodb.TransactWriteItemsInput) (*dynamodb.TransactWriteItemsOutput, error) {
+		if _, err := f.DB.TransactWriteItems(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		// the resend the operator asked for arrives now, on another Lambda
+		if _, err := f.Store.Do(ctx, req("frank", "k1", `{}`), ok); err != nil {
+			t.Fatal(err)
+		}
+		return nil, apiError("InternalServerError")
+	}
+	ops, _ := idem.New(fa, f.Table, func(o *idem.Options) { o.Clock = f.Clock.Now; o.Logger = slog.New(slog.NewJSONHandler(&buf, nil)) })
+	rec, err := ops.Inspect(ctx, "frank", "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = ops.Delete(ctx, rec, "ticket 9")
+	if errors.Is(err, idem.ErrRecordChanged) || !strings.Contains(buf.String(), "ticket 9") {
+		t.Fatalf("the delete landed, yet Delete said %v and logged %q", err, buf.String())
 	}
 }

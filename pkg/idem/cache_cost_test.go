@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemkeys/idem/local/measure"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
@@ -20,8 +19,11 @@ import (
 // many times faster the cached replay was in each round, never asserted. make test runs it
 // small; make bench runs CACHE_REPLAYS=2000 and writes BENCH_OUT.
 func TestCacheReplayCost(t *testing.T) {
-	n := measure.EnvInt("CACHE_REPLAYS", 100)
-	rounds := measure.EnvInt("CACHE_ROUNDS", 5)
+	if testing.Short() {
+		t.Skip("the cache's cost measurement: go test -run TestCacheReplayCost")
+	}
+	n := envInt("CACHE_REPLAYS", 100)
+	rounds := envInt("CACHE_ROUNDS", 5)
 	f := newFixture(t)
 	ctx := context.Background()
 	r := req("alice", "k-replay", `{"sku":"tea"}`)
@@ -71,9 +73,9 @@ func TestCacheReplayCost(t *testing.T) {
 	for _, name := range names {
 		faster := "1"
 		if name == "with the cache" {
-			faster = fmt.Sprintf("%.0f× (%.0f–%.0f)", measure.Median(speedups), slices.Min(speedups), slices.Max(speedups))
+			faster = fmt.Sprintf("%.0f× (%.0f–%.0f)", median(speedups), slices.Min(speedups), slices.Max(speedups))
 		}
-		fmt.Fprintf(&report, "| %s | %g | %.2f | %s |\n", name, float64(calls[name])/float64(n*rounds), measure.Median(perReplay[name]), faster)
+		fmt.Fprintf(&report, "| %s | %g | %.2f | %s |\n", name, float64(calls[name])/float64(n*rounds), median(perReplay[name]), faster)
 	}
 	t.Log("\n" + report.String())
 	if out := os.Getenv("BENCH_OUT"); out != "" {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/idemkeys/idem/pkg/idem"
 )
@@ -148,4 +149,26 @@ func TestAConflictFuncSeesTheItemInTheWayForEveryAction(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Two puts on one item cannot be told apart here (a put's key schema is
+// the table's); DynamoDB's ValidationException for them is a definite
+// refusal: ErrInvalidWrite and a lapsed claim, not an unknown outcome.
+func TestValidationExceptionFromTheCommitIsADefiniteRefusal(t *testing.T) {
+	f := newFixture(t)
+	f.DB.Before = func(op string) error {
+		if op == "TransactWriteItems" {
+			return &smithy.GenericAPIError{Code: "ValidationException", Message: "Transaction request cannot include multiple operations on one item"}
+		}
+		return nil
+	}
+	r := req("alice", "k1", `{}`)
+	_, err := f.Store.Do(context.Background(), r, f.createOrder("alice", "o1", nil))
+	if !errors.Is(err, idem.ErrInvalidWrite) {
+		t.Fatalf("err = %v, want ErrInvalidWrite", err)
+	}
+	if f.DB.Get("GetItem") != 0 {
+		t.Fatalf("calls %v: a definite refusal was settled as an unknown outcome", f.DB.Calls())
+	}
+	f.Lapsed("alice", "k1", r.Fingerprint)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -63,28 +62,4 @@ func TestACancellationWithoutItsReasonsLapses(t *testing.T) {
 		t.Fatal("a cancelled transaction left a write")
 	}
 	f.Lapsed("alice", "k1", r.Fingerprint)
-}
-
-// A 409's Retry-After is the lease left on the record, rounded up to a
-// whole second, so that a client that honours it comes back once the lease
-// is over, not a second later than it must, nor into the same lease.
-func TestRetryAfterIsTheLeaseLeftRoundedUp(t *testing.T) {
-	f := newFixture(t, func(o *idem.Options) { o.Lease = 30 * time.Second })
-	f.Clock.Advance(time.Second - time.Duration(f.Clock.Now().UnixNano())%time.Second) // a whole second: lease_until is too
-	ctx := context.Background()
-	r := req("alice", "k1", `{}`)
-	let := hold(t, f, r)
-	for _, c := range []struct {
-		after, want time.Duration
-	}{{0, 30 * time.Second}, {10500 * time.Millisecond, 20 * time.Second}, {9500 * time.Millisecond, 10 * time.Second}} {
-		f.Clock.Advance(c.after)
-		_, err := f.Store.Do(ctx, r, ok)
-		var busy *idem.InProgressError
-		if !errors.As(err, &busy) || busy.RetryAfter != c.want {
-			t.Errorf("%v after the claim: %v, want Retry-After %v", c.after, err, c.want)
-		}
-	}
-	if err := let(); err != nil {
-		t.Fatalf("the holder: %v", err)
-	}
 }

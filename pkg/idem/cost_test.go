@@ -6,14 +6,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/internal/testbed"
 )
 
 // TestCostPerRequest prices each outcome in DynamoDB calls (asserted: they
 // are exact) and capacity units (computed by DynamoDB's rules, printed for
 // BENCHMARKS.md). The work writes one order item, as POST /orders does.
 func TestCostPerRequest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the cost measurement: go test -run TestCostPerRequest")
+	}
 	type outcome struct {
 		name  string
 		calls int
@@ -54,8 +57,8 @@ func TestCostPerRequest(t *testing.T) {
 		for _, o := range outcomes {
 			t.Run(p.name+"/"+o.name, func(t *testing.T) {
 				f := newFixture(t)
-				meter := &dynamotest.Meter{API: f.Raw}
-				counter := &dynamotest.Counter{API: meter}
+				meter := &testbed.Meter{API: f.Raw}
+				counter := &testbed.Counter{API: meter}
 				s, err := idem.New(counter, f.Table, func(o *idem.Options) { o.Clock = f.Clock.Now })
 				if err != nil {
 					t.Fatal(err)

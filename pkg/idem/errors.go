@@ -32,8 +32,9 @@ var (
 	// MaxScopeLength or not valid UTF-8 (DynamoDB would store each byte
 	// that is not as U+FFFD, so two such scopes would share records).
 	ErrInvalidScope = errors.New("idem: invalid scope")
-	// ErrInvalidBody is returned for a request with no fingerprint, and by
-	// Fingerprint for a JSON body it cannot put in canonical form.
+	// ErrInvalidBody is returned for a request whose fingerprint is empty
+	// or not valid UTF-8, before any write, and by Fingerprint for a JSON
+	// body it cannot put in canonical form.
 	ErrInvalidBody = errors.New("idem: body cannot be fingerprinted")
 
 	// ErrResponseTooLarge is returned (as a *LimitError) when the completed

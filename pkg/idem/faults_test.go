@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemkeys/idem/local/faultproxy"
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idemtest/faultproxy"
 )
 
 // TestDynamoDBFaults runs operations through a proxy that injects faults

@@ -3,6 +3,7 @@ package idem
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -22,6 +23,30 @@ import (
 // ErrInvalidBody, so two bodies with one fingerprint decode alike. It
 // allocates only its result.
 func Fingerprint(method, route string, body []byte, isJSON bool) (string, error) {
+	if !isJSON {
+		return fingerprint(method, route, body, nil)
+	}
+	return fingerprint(method, route, body, canonjson.Use)
+}
+
+// FingerprintValue is Fingerprint of v as encoding/json encodes it, for a
+// value the caller holds decoded (an event, a function's input) rather
+// than a body a client sent: two of its map keys that differ only in case
+// ("Env" and "env", two AWS tags) are two keys, where Fingerprint refuses
+// them in a body that a lax decoder would read as one. Wherever
+// Fingerprint accepts v's JSON, the two agree. A v that encoding/json
+// cannot encode is ErrInvalidBody.
+func FingerprintValue(method, route string, v any) (string, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrInvalidBody, err) //nolint:errorlint // ErrInvalidBody is the answer; an error from v's MarshalJSON must not match another sentinel
+	}
+	return fingerprint(method, route, body, canonjson.UseEncoded)
+}
+
+// fingerprint hashes method, route and body, the body raw (canon nil) or
+// in canonical JSON.
+func fingerprint(method, route string, body []byte, canon func([]byte, func([]byte)) error) (string, error) {
 	h := sha256.New()
 	// Length prefixes keep the parts from running into each other.
 	var prefix [24]byte
@@ -31,12 +56,12 @@ func Fingerprint(method, route string, body []byte, isJSON bool) (string, error)
 	}
 	part([]byte(strings.ToUpper(method)))
 	part([]byte(route))
-	if !isJSON {
+	if canon == nil {
 		part([]byte("raw"))
 		part(body)
 	} else {
 		part([]byte("json"))
-		if err := canonjson.Use(body, part); err != nil {
+		if err := canon(body, part); err != nil {
 			return "", fmt.Errorf("%w: %w", ErrInvalidBody, err)
 		}
 	}

@@ -20,8 +20,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idemkeys/idem/local/dynamotest"
-	"github.com/idemkeys/idem/local/measure"
 	"github.com/idemkeys/idem/pkg/idem"
 	"github.com/idemkeys/idem/pkg/idem/idemlambda"
 	"github.com/idemkeys/idem/pkg/idem/internal/testbed"
@@ -41,8 +39,11 @@ import (
 // runs it small; make bench runs FLOOR_REQUESTS=100 FLOOR_ROUNDS=7 and
 // writes BENCH_OUT.
 func TestFloor(t *testing.T) {
-	n := measure.EnvInt("FLOOR_REQUESTS", 10)
-	rounds := measure.EnvInt("FLOOR_ROUNDS", 2)
+	if testing.Short() {
+		t.Skip("the floor measurement: go test -run TestFloor")
+	}
+	n := envInt("FLOOR_REQUESTS", 10)
+	rounds := envInt("FLOOR_ROUNDS", 2)
 	f := newFixture(t)
 	cases := floorCases(t, f)
 	type result struct {
@@ -103,12 +104,12 @@ func TestFloor(t *testing.T) {
 	for ci, c := range cases {
 		res := results[ci]
 		fmt.Fprintf(&report, "| %s | %s | %.2f | %.2f | %s | %.2f |\n", c.name, callsText(res.calls, n),
-			measure.Median(res.lib), measure.Median(res.bare), measure.Spread(res.ratios), measure.Median(res.libAll)/measure.Median(res.bareAll))
+			median(res.lib), median(res.bare), spread(res.ratios), median(res.libAll)/median(res.bareAll))
 	}
 	atomicReplay(t, f, &report, n, rounds, func(name string) float64 {
 		for ci, c := range cases {
 			if c.name == name {
-				return measure.Median(results[ci].lib)
+				return median(results[ci].lib)
 			}
 		}
 		t.Fatalf("no case %q", name)
@@ -140,7 +141,7 @@ func callsText(calls map[string]int, n int) string {
 // counts its calls.
 type floorSide struct {
 	name string
-	db   *dynamotest.Counter
+	db   *testbed.Counter
 	run  func(round, i int) error
 }
 
@@ -294,7 +295,7 @@ func floorCases(t *testing.T, f *fixture) []floorCase {
 		err      error
 	}
 	add := func(p path, name string, calls int, work func(key string) idem.Work, reqBody string, fixed string, w want, optFns ...func(*idem.Options)) {
-		libDB, bareDB := &dynamotest.Counter{API: f.Raw}, &dynamotest.Counter{API: f.Raw}
+		libDB, bareDB := &testbed.Counter{API: f.Raw}, &testbed.Counter{API: f.Raw}
 		lib := newStore(libDB, optFns...)
 		rec := &floorRecorder{DynamoDBAPI: f.Raw}
 		ci := len(cases)
@@ -503,7 +504,7 @@ func doorCase[E, R any](t *testing.T, f *fixture, d floorDoor[E, R], door func(i
 		}
 		return floorKey(side, ci, round, i)
 	}
-	libDB, bareDB := &dynamotest.Counter{API: f.Raw}, &dynamotest.Counter{API: f.Raw}
+	libDB, bareDB := &testbed.Counter{API: f.Raw}, &testbed.Counter{API: f.Raw}
 	lib := door(libDB)
 	return floorCase{name: name, calls: len(rec.seq),
 		lib: &floorSide{name: "library", db: libDB, run: func(round, i int) error {
@@ -561,7 +562,7 @@ func (d floorDoor[E, R]) serve(door func(context.Context, E) (R, error), key str
 // 4 per replay).
 func atomicReplay(t *testing.T, f *fixture, report *strings.Builder, n, rounds int, lib func(name string) float64) {
 	ctx := context.Background()
-	db := &dynamotest.Counter{API: f.Raw}
+	db := &testbed.Counter{API: f.Raw}
 	s, err := idem.New(db, f.Table, withCache(1000, 1<<20))
 	if err != nil {
 		t.Fatal(err)
@@ -597,7 +598,7 @@ func atomicReplay(t *testing.T, f *fixture, report *strings.Builder, n, rounds i
 	fmt.Fprintln(report, "|---|---|---|---|---|---|")
 	fmt.Fprintf(report, "| Do | %.2f | %.2f | 1 PutItem (fails its condition) | 5 | 1 |\n", doFirst, doReplay)
 	fmt.Fprintf(report, "| DoAtomic | %.2f | %.2f | 1 TransactWriteItems (cancelled), and the work again | 4 | 4 |\n", atFirst, atReplay)
-	fmt.Fprintf(report, "| DoAtomic, replay from Options.Cache (same execution environment) | | %.4f | none (asserted) | | 0 |\n", measure.Median(cached))
+	fmt.Fprintf(report, "| DoAtomic, replay from Options.Cache (same execution environment) | | %.4f | none (asserted) | | 0 |\n", median(cached))
 	breakEven := "never (DoAtomic's replay is not dearer here)"
 	if atReplay > doReplay {
 		breakEven = fmt.Sprintf("%.2f", (doFirst-atFirst)/(atReplay-doReplay))

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"regexp"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"go.opentelemetry.io/otel/trace"
@@ -85,7 +86,7 @@ type Store struct {
 	opts    Options
 	cache   *responseCache // nil: off
 	tracing *tracing
-	perCall callObserver // opts.Metrics, if it observes whole calls
+	perCall CallObserver // opts.Metrics, if it observes whole calls
 }
 
 // tableName is DynamoDB's rule, which emulators do not all enforce.
@@ -136,7 +137,7 @@ func New(db DynamoDBAPI, table string, optFns ...func(*Options)) (*Store, error)
 	}
 	s := &Store{table: table, opts: o, cache: newResponseCache(o.Cache), tracing: newTracing(o.TracerProvider)}
 	s.db = guarded{api: db, table: table, s: s}
-	s.perCall, _ = o.Metrics.(callObserver)
+	s.perCall, _ = o.Metrics.(CallObserver)
 	return s, nil
 }
 
@@ -149,7 +150,8 @@ type Request struct {
 	// Key is the client's idempotency key (see ValidateKey).
 	Key string
 	// Fingerprint says what the request was (see Fingerprint); the same key
-	// with another fingerprint is refused with ErrFingerprintMismatch.
+	// with another fingerprint is refused with ErrFingerprintMismatch. It
+	// must be valid UTF-8 and not empty (else ErrInvalidBody).
 	Fingerprint string
 }
 
@@ -189,7 +191,9 @@ type Work func(ctx context.Context, tx *Tx) (Response, error)
 // different fingerprint fails with ErrFingerprintMismatch. If work fails, its
 // error is returned and the lease lapsed: the key stays bound to req, whose
 // retry takes it over at once. If the lease was taken over while work ran,
-// nothing is committed and Do fails with ErrLeaseLost. It sends the claim,
+// nothing is committed and Do fails with ErrLeaseLost. A call contends for
+// the key (a claim, a takeover) at most four times: one that loses each
+// time, however busy the key, fails with ErrInProgress. It sends the claim,
 // a PutItem, then the commit: one TransactWriteItems with the writes, or a
 // PutItem of the record alone when work wrote none.
 func (s *Store) Do(ctx context.Context, req Request, work Work) (res Result, err error) {
@@ -236,6 +240,12 @@ func validateRequest(req Request) error {
 	}
 	if req.Fingerprint == "" {
 		return fmt.Errorf("%w: empty fingerprint", ErrInvalidBody)
+	}
+	if !utf8.ValidString(req.Fingerprint) {
+		// The record keeps the fingerprint as a string, which the SDK
+		// writes with each invalid byte as U+FFFD: read back, it would
+		// never match the request's, and the key's retry would get 422.
+		return fmt.Errorf("%w: fingerprint not valid UTF-8 (hex-encode a raw digest)", ErrInvalidBody)
 	}
 	return nil
 }

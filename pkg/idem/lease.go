@@ -32,7 +32,7 @@ func (s *Store) run(ctx context.Context, c *call, l *lease, work Work) (res Resu
 	c.leaseFrom = l.until - l.duration.Milliseconds()
 	workCtx, cancel, err := s.workContext(ctx, l)
 	if err != nil {
-		_, _, _ = s.lapse(ctx, l.pk, l.token) // best effort: a lapse that fails leaves the lease to run out
+		_, _, _ = s.lapse(ctx, l.pk, l.token) // a lapse that fails for good leaves the lease to run out
 		c.observe(OutcomeLapsed)
 		return Result{}, err
 	}
@@ -43,7 +43,7 @@ func (s *Store) run(ctx context.Context, c *call, l *lease, work Work) (res Resu
 		// instead of leaving it to run out.
 		if p := recover(); p != nil {
 			c.worked("panic")
-			_, _, _ = s.lapse(ctx, l.pk, l.token) // best effort: a lapse that fails leaves the lease to run out
+			_, _, _ = s.lapse(ctx, l.pk, l.token) // a lapse that fails for good leaves the lease to run out
 			c.outcome = OutcomeLapsed
 			panic(p)
 		}
@@ -52,7 +52,7 @@ func (s *Store) run(ctx context.Context, c *call, l *lease, work Work) (res Resu
 	resp, err := work(workCtx, &tx)
 	if err != nil {
 		c.worked("error")
-		_, _, _ = s.lapse(ctx, l.pk, l.token) // best effort: a lapse that fails leaves the lease to run out
+		_, _, _ = s.lapse(ctx, l.pk, l.token) // a lapse that fails for good leaves the lease to run out
 		c.log.Warn("idem", "outcome", "lapsed", "error", err.Error())
 		c.observe(OutcomeLapsed)
 		return Result{}, err
@@ -64,7 +64,7 @@ func (s *Store) run(ctx context.Context, c *call, l *lease, work Work) (res Resu
 	case o.unknown:
 		o = s.settle(ctx, l.pk, l.token, o)
 	case o.err != nil:
-		_, _, _ = s.lapse(ctx, l.pk, l.token) // best effort: a lapse that fails leaves the lease to run out
+		_, _, _ = s.lapse(ctx, l.pk, l.token) // a lapse that fails for good leaves the lease to run out
 	}
 	return c.finish(o, l.token, OutcomeLapsed)
 }
@@ -101,12 +101,18 @@ func (s *Store) workContext(ctx context.Context, l *lease) (context.Context, con
 // It reports whether it lapsed the lease, or else the record it found (nil:
 // none). Sent twice, the second send fails its condition on the record the
 // first one lapsed, which it reads as lapsed. It is a release: it runs even
-// when ctx is done, since that is when a failure is likeliest, within the
-// bound of releaseContext.
+// when ctx is done, since that is when a failure is likeliest, and it is
+// sent again while it has no answer (throttled, a timeout), within the
+// bound of releaseContext: a lapse that is not sent again leaves the key
+// held for the rest of the lease, and the retry that follows a failure at
+// once gets 409 for all of it.
 func (s *Store) lapse(ctx context.Context, pk, token string) (lapsed bool, found *record, err error) {
 	rctx, cancel := releaseContext(ctx)
 	defer cancel()
-	lapsed, found, err = s.lapseOnce(rctx, pk, token)
+	err = resolve(rctx, func() (err error) {
+		lapsed, found, err = s.lapseOnce(rctx, pk, token)
+		return err
+	})
 	c := s.callIn(ctx)
 	switch {
 	case lapsed:

@@ -3,6 +3,7 @@ package idem
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -75,17 +76,47 @@ func valueSize(v types.AttributeValue) int {
 	return 0
 }
 
-// numberSize is 1 byte per two significant digits plus 1, leading and
-// trailing zeroes not counted.
+// numberSize is how DynamoDB weighs a number: 1 byte per pair of
+// significant digits, plus 1, plus 1 more for a negative number. Digits pair
+// from the decimal point outward (DynamoDB keeps a number in base 100), so
+// a digit alone on either side of the point takes a byte of its own: 1.5
+// and 150 are 3 bytes, 100.1 is 4. Leading and trailing zeroes weigh
+// nothing. TestItemSizeWeighsNumbersAsDynamoDBDoes holds it to the
+// engine's own refusal.
 func numberSize(s string) int {
+	n := 1
+	if strings.HasPrefix(s, "-") {
+		n++
+	}
 	s = strings.TrimLeft(s, "+-")
+	exp := 0
 	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		exp, _ = strconv.Atoi(s[i+1:]) // DynamoDB refuses a number out of its range
 		s = s[:i]
 	}
-	s = strings.Replace(s, ".", "", 1)
-	s = strings.Trim(s, "0")
-	return (len(s)+1)/2 + 1
+	whole, frac, _ := strings.Cut(s, ".")
+	// The first significant digit stands for 10^high, the last for 10^low;
+	// a pair is the digits of one power of 100.
+	var high, low int
+	switch w, f := strings.TrimLeft(whole, "0"), strings.TrimRight(frac, "0"); {
+	case w == "" && f == "":
+		return n // zero
+	case w != "":
+		high = len(w) - 1
+	default:
+		high = len(strings.TrimLeft(f, "0")) - len(f) - 1
+	}
+	switch w, f := strings.TrimRight(whole, "0"), strings.TrimRight(frac, "0"); {
+	case f != "":
+		low = -len(f)
+	default:
+		low = len(whole) - len(w)
+	}
+	return n + floorHalf(high+exp) - floorHalf(low+exp) + 1
 }
+
+// floorHalf is x/2 rounded down, negative x included.
+func floorHalf(x int) int { return x >> 1 }
 
 // writeSize is what one transaction action contributes to the 4 MB limit: the
 // whole item for a put, the key and the values an update or condition brings.

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkeys/idem/pkg/idem"
@@ -160,7 +162,7 @@ func TestItemSizeFollowsDynamoDBRules(t *testing.T) {
 	}{
 		{"string", map[string]types.AttributeValue{"ab": &types.AttributeValueMemberS{Value: "héllo"}}, 2 + 6},
 		{"number", map[string]types.AttributeValue{"n": &types.AttributeValueMemberN{Value: "12345"}}, 1 + 3 + 1},
-		{"number zeroes trimmed", map[string]types.AttributeValue{"n": &types.AttributeValueMemberN{Value: "-001200.00"}}, 1 + 1 + 1},
+		{"number zeroes trimmed", map[string]types.AttributeValue{"n": &types.AttributeValueMemberN{Value: "-001200.00"}}, 1 + 1 + 1 + 1}, // a pair of digits, the sign
 		{"binary", map[string]types.AttributeValue{"b": &types.AttributeValueMemberB{Value: []byte{1, 2, 3}}}, 1 + 3},
 		{"bool and null", map[string]types.AttributeValue{"t": &types.AttributeValueMemberBOOL{Value: true}, "z": &types.AttributeValueMemberNULL{Value: true}}, 2 + 2},
 		{"empty map", map[string]types.AttributeValue{"m": &types.AttributeValueMemberM{}}, 1 + 3},
@@ -193,5 +195,32 @@ func checkLimit(t *testing.T, err error, what string, limit int) {
 		t.Fatalf("LimitError %+v, want %q over the limit of %d", le, what, limit)
 	case !strings.Contains(err.Error(), strconv.Itoa(le.Size)) || !strings.Contains(err.Error(), strconv.Itoa(limit)):
 		t.Fatalf("message %q names neither the size nor the limit", err)
+	}
+}
+
+// A ConflictFunc's response passes the size check every other path makes,
+// on DoAtomic as on Do: ErrResponseTooLarge, nothing stored.
+func TestConflictResponsePastTheLimitIsRefused(t *testing.T) {
+	for _, path := range []string{"Do", "DoAtomic"} {
+		t.Run(path, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			if _, err := f.Raw.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.Business), Item: f.OrderPut("alice", "taken", "existing").Put.Item}); err != nil {
+				t.Fatal(err)
+			}
+			do := map[string]func(context.Context, idem.Request, idem.Work) (idem.Result, error){"Do": f.Store.Do, "DoAtomic": f.Store.DoAtomic}[path]
+			_, err := do(ctx, req("alice", "k1", `{}`), func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+				tx.Add(f.OrderPut("alice", "taken", "new"), func(map[string]types.AttributeValue) (idem.Response, error) {
+					return idem.Response{StatusCode: 409, Body: bytes.Repeat([]byte("x"), (400 << 10))}, nil
+				})
+				return idem.Response{StatusCode: 201}, nil
+			})
+			if !errors.Is(err, idem.ErrResponseTooLarge) {
+				t.Fatalf("err = %v, want ErrResponseTooLarge", err)
+			}
+			if st := str(f.Record("alice", "k1"), "status"); st == "COMPLETED" {
+				t.Fatal("an oversized response was stored")
+			}
+		})
 	}
 }

@@ -5,18 +5,23 @@ import (
 	"errors"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
-	"github.com/idemkeys/idem/local/dynamo"
-	"github.com/idemkeys/idem/local/faultproxy"
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/idemlambda"
+	"github.com/idemkeys/idem/pkg/idem/internal/testbed"
 	"github.com/idemkeys/idem/pkg/idemtest"
+	"github.com/idemkeys/idem/pkg/idemtest/faultproxy"
 )
 
 // proxied is a store on the fixture's table and clock whose calls go
@@ -33,7 +38,8 @@ func (f *fixture) proxied(optFns ...func(*idem.Options)) (*faultproxy.Proxy, *id
 	}
 	srv := httptest.NewServer(proxy)
 	f.T.Cleanup(srv.Close)
-	client := dynamo.NewClient(srv.URL, func(o *dynamodb.Options) {
+	client := idemtest.Client(f.T, func(o *dynamodb.Options) {
+		o.BaseEndpoint = aws.String(srv.URL)
 		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
 			so.MaxAttempts = 3
 			so.MaxBackoff = 20 * time.Millisecond
@@ -369,5 +375,238 @@ func TestKeylessCommitWhoseAnswerWasLostIsDoneOnce(t *testing.T) {
 	mustInject(t, proxy, faultproxy.CommitThenDrop, 1)
 	if f.Order("alice", "o1") == nil || f.Order("alice", "o2") == nil {
 		t.Fatal("the writes are not there")
+	}
+}
+
+// An answer never says more than is known: an outcome the Store could not
+// read back is never a definite failure, a refusal after a write that
+// landed is read as that write, and what is stored is only ever a final
+// answer.
+
+// faulty wraps the engine: hooks run instead of the real call when set.
+type faulty struct {
+	idem.DynamoDBAPI
+	tx     func(ctx context.Context, in *dynamodb.TransactWriteItemsInput) (*dynamodb.TransactWriteItemsOutput, error)
+	update func(ctx context.Context, in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error)
+}
+
+func (r *faulty) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	if r.tx != nil {
+		return r.tx(ctx, in)
+	}
+	return r.DynamoDBAPI.TransactWriteItems(ctx, in, o...)
+}
+
+func (r *faulty) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if r.update != nil {
+		return r.update(ctx, in)
+	}
+	return r.DynamoDBAPI.UpdateItem(ctx, in, o...)
+}
+
+func apiError(code string) error { return &smithy.GenericAPIError{Code: code, Message: code} }
+
+// landedThen is a TransactWriteItems that lands on the engine and answers
+// with the error code given instead of its success.
+func landedThen(t *testing.T, f *fixture, code string) func(context.Context, *dynamodb.TransactWriteItemsInput) (*dynamodb.TransactWriteItemsOutput, error) {
+	return func(ctx context.Context, in *dynamodb.TransactWriteItemsInput) (*dynamodb.TransactWriteItemsOutput, error) {
+		if _, err := f.DB.TransactWriteItems(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		return nil, apiError(code)
+	}
+}
+
+// orderThroughHTTP sends one request through the HTTP API's door on s, whose
+// handler writes the order o1 and answers 201.
+func orderThroughHTTP(f *fixture, s *idem.Store) events.APIGatewayV2HTTPResponse {
+	h := idemlambda.HTTPAPI(s, nil, func(ctx context.Context, req idemlambda.Request[events.APIGatewayV2HTTPRequest, struct{}], tx *idem.Tx) (idem.Response, error) {
+		tx.Add(f.OrderPut("alice", "o1", "first"), nil)
+		return idem.Response{StatusCode: 201, Body: []byte("created")}, nil
+	})
+	r, _ := h(context.Background(), testbed.APIRequest("alice", map[string]string{"idempotency-key": "k1"}, `{}`))
+	return r
+}
+
+// The commit lands and its answer is lost (an unknown outcome); the
+// settling lapse is refused with AccessDenied (a role without UpdateItem).
+// The refusal of the lapse does not make the commit a definite failure: the
+// answer is a 503 to retry under the same key (it was a 500 "misconfigured,
+// nothing was done" while the order was written).
+func TestUnknownCommitWithARefusedLapseIsNoDefiniteFailure(t *testing.T) {
+	f := newFixture(t)
+	fa := &faulty{DynamoDBAPI: f.DB}
+	fa.tx = landedThen(t, f, "InternalServerError") // the answer lost
+	fa.update = func(context.Context, *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
+		return nil, apiError("AccessDeniedException")
+	}
+	s, err := idem.New(fa, f.Table, func(o *idem.Options) { o.Clock = f.Clock.Now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := orderThroughHTTP(f, s)
+	// The outcome is unknown to this call: a retry with the same key,
+	// never a definite failure.
+	if f.Order("alice", "o1") == nil || r.StatusCode != 503 || r.Headers["Retry-After"] == "" || strings.Contains(r.Body, "misconfigured") {
+		t.Fatalf("committed, the lapse refused: answered %d %v %s; want 503 with Retry-After", r.StatusCode, r.Headers, r.Body)
+	}
+}
+
+// An earlier send of the commit landed and the last one is refused
+// (AccessDenied: a policy changed between the SDK's sends): the refusal is
+// settled like any unknown outcome, and the lapse finds the commit's own
+// record, so the answer is its 201 (it was a 500 "nothing was done").
+func TestARefusalAfterALandedCommitIsReadAsTheCommit(t *testing.T) {
+	f := newFixture(t)
+	fa := &faulty{DynamoDBAPI: f.DB}
+	fa.tx = landedThen(t, f, "AccessDeniedException")
+	s, _ := idem.New(fa, f.Table, func(o *idem.Options) { o.Clock = f.Clock.Now })
+	r := orderThroughHTTP(f, s)
+	// The settling lapse finds the record completed under this lease's
+	// own token: the commit's own 201.
+	if f.Order("alice", "o1") == nil || r.StatusCode != 201 {
+		t.Fatalf("committed, its last send refused: answered %d %s; want the commit's 201", r.StatusCode, r.Body)
+	}
+}
+
+// The calls that settle an unknown outcome, and the sends that land
+// after them. Each case is a path of pkg/idem/model/idem.pml.
+
+// inFlightTx is the engine with one transaction in flight: its first
+// TransactWriteItems reaches the engine only after delay, its client told
+// nothing but a timeout; until it lands, a single-item write on the record
+// meets it, as on DynamoDB, with TransactionConflictException.
+type inFlightTx struct {
+	idem.DynamoDBAPI
+	delay  time.Duration
+	once   sync.Once
+	landed chan struct{}
+}
+
+func newInFlightTx(db idem.DynamoDBAPI, delay time.Duration) *inFlightTx {
+	return &inFlightTx{DynamoDBAPI: db, delay: delay, landed: make(chan struct{})}
+}
+
+func (e *inFlightTx) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	first := false
+	e.once.Do(func() { first = true })
+	if !first {
+		return e.DynamoDBAPI.TransactWriteItems(ctx, in, o...)
+	}
+	go func() { //nolint:gosec // G118: the send lands after its caller has gone, as one in flight at DynamoDB does
+		defer close(e.landed)
+		time.Sleep(e.delay)
+		_, _ = e.DynamoDBAPI.TransactWriteItems(context.Background(), in, o...) // its answer is the one lost
+	}()
+	return nil, errors.New("read tcp 127.0.0.1:8000: i/o timeout")
+}
+
+func (e *inFlightTx) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	select {
+	case <-e.landed:
+		return e.DynamoDBAPI.UpdateItem(ctx, in, o...)
+	default:
+		return nil, &types.TransactionConflictException{Message: aws.String("Transaction is ongoing for the item")}
+	}
+}
+
+// The settling lapse meets the commit still in flight, which
+// lands after the lapse's bounded conflict retries. Settling keeps lapsing
+// until the transaction has resolved, and answers what happened: the
+// committed response, never "commit outcome unknown" for a commit that
+// then lands. (model: the settling lapse that never lands is
+// the fault branch of idem.pml's settle; "told_failed" checks that a
+// definite failure is never followed by its commit.)
+func TestSettleWaitsOutTheCommitInFlight(t *testing.T) {
+	f := newFixture(t)
+	db := newInFlightTx(f.DB, 300*time.Millisecond)
+	s, err := idem.New(db, f.Table, func(o *idem.Options) { o.Clock = f.Clock.Now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int32
+	res, err := s.Do(context.Background(), req("alice", "k1", `{}`), f.createOrder("alice", "o1", &runs))
+	<-db.landed
+	if err != nil || res.Response.StatusCode != 201 || runs.Load() != 1 {
+		t.Fatalf("Do = %+v, %v after %d runs; want the committed 201 (the commit landed)", res, err, runs.Load())
+	}
+	if f.Order("alice", "o1") == nil || str(f.Record("alice", "k1"), "status") != "COMPLETED" {
+		t.Fatal("the answer says committed, the table does not")
+	}
+}
+
+// Every send of a claim is in flight and lands after the claim
+// was handed back. A hand-back that lapsed would find no record and change
+// nothing: the late claim would leave a live lease nobody held, and the
+// request's own retry would be answered 409 for the whole lease. The
+// hand-back puts the claimed record already lapsed, under the claim's own
+// condition, so the late claim fails its condition. (model: idem.pml's
+// claim in flight, "cinflight"; its negative control HANDBACK_AS_LAPSE.)
+func TestLateClaimAfterItsHandBackNeverLands(t *testing.T) {
+	lease := 30 * time.Second
+	f := newFixture(t, func(o *idem.Options) { o.Lease = lease })
+	proxy, store := f.proxied(func(o *idem.Options) { o.Lease = lease })
+	proxy.Inject(faultproxy.Fault{Op: "PutItem", Kind: faultproxy.LandLate, Times: 3, Delay: 300 * time.Millisecond})
+	r := req("alice", "k1", `{}`)
+	var runs atomic.Int32
+	if _, err := store.Do(context.Background(), r, f.createOrder("alice", "o1", &runs)); err == nil || errors.Is(err, idem.ErrInProgress) {
+		t.Fatalf("first call: %v, want the claim's failure", err)
+	}
+	proxy.Landed() // the claim's three sends reach the engine now
+	mustInject(t, proxy, faultproxy.LandLate, 3)
+	f.Lapsed("alice", "k1", r.Fingerprint)
+	res, err := store.Do(context.Background(), r, f.createOrder("alice", "o1", &runs))
+	if err != nil || res.Response.StatusCode != 201 || runs.Load() != 1 {
+		t.Fatalf("retry = %+v, %v after %d runs; want it to take over at once and run", res, err, runs.Load())
+	}
+}
+
+// DoAtomic's transaction is in flight and lands after its
+// settling. The settling was a lapse, which can never lapse a record put
+// straight as completed: it found no record, answered "outcome unknown, the
+// record is gone", and the transaction landed after. Now DoAtomic hands the
+// claim back as Do's claim does: the late transaction fails its condition,
+// the answer is a definite failure, and the retry takes over and commits
+// once. (model: idem.pml's AReq, its negative control ATOMIC_SETTLE_LAPSE.)
+func TestAtomicLateCommitAfterItsSettlingNeverLands(t *testing.T) {
+	f := newFixture(t)
+	proxy, store := f.proxied()
+	proxy.Inject(faultproxy.Fault{Op: "TransactWriteItems", Kind: faultproxy.LandLate, Times: 3, Delay: 300 * time.Millisecond})
+	r := req("alice", "k1", `{}`)
+	var runs atomic.Int32
+	_, err := store.DoAtomic(context.Background(), r, f.newOrder("alice", &runs))
+	proxy.Landed()
+	mustInject(t, proxy, faultproxy.LandLate, 3)
+	if err == nil || strings.Contains(err.Error(), "unknown") {
+		t.Fatalf("DoAtomic = %v, want a definite failure", err)
+	}
+	if n := f.orders("alice"); n != 0 {
+		t.Fatalf("%d orders written after DoAtomic answered that nothing was", n)
+	}
+	f.Lapsed("alice", "k1", r.Fingerprint)
+	res, err := store.DoAtomic(context.Background(), r, f.newOrder("alice", &runs))
+	if err != nil || res.Response.StatusCode != 201 || res.Replayed || f.orders("alice") != 1 {
+		t.Fatalf("retry = %+v, %v, %d orders; want it to take over and commit once", res, err, f.orders("alice"))
+	}
+}
+
+// DoAtomic's transaction lands and every answer is lost: the hand-back
+// fails its condition on the record completed under the commit's own
+// token, which is the answer at once: resolve stops at a failed
+// condition rather than sending the hand-back again until settleFor runs
+// out.
+func TestAtomicUnknownCommitThatLandedIsSettledAtOnce(t *testing.T) {
+	f := newFixture(t)
+	proxy, store := f.proxied()
+	proxy.Inject(faultproxy.Fault{Op: "TransactWriteItems", Kind: faultproxy.CommitThenDrop, Times: 3})
+	start := time.Now()
+	res, err := store.DoAtomic(context.Background(), req("alice", "k1", `{}`), f.newOrder("alice", nil))
+	took := time.Since(start)
+	mustInject(t, proxy, faultproxy.CommitThenDrop, 3)
+	if err != nil || res.Response.StatusCode != 201 || f.orders("alice") != 1 {
+		t.Fatalf("DoAtomic = %+v, %v, %d orders; want the committed 201", res, err, f.orders("alice"))
+	}
+	if took > 5*time.Second {
+		t.Fatalf("DoAtomic took %v: the hand-back was sent again past its answer", took)
 	}
 }

@@ -41,10 +41,18 @@ const (
 // the claim to the commit (executed, fenced) or to the lapse. It is 0 for
 // outcomes that held no lease (replayed, in progress, mismatch, DoAtomic's).
 //
-// A Metrics that also has the method ObserveCall(Observation) is called
-// with that instead, which says more (package idemotel's does).
+// A Metrics that is also a CallObserver is called with ObserveCall
+// instead, which says more.
 type Metrics interface {
 	Observe(outcome Outcome, leaseUsed time.Duration)
+}
+
+// CallObserver is a Metrics told the whole of each call: a Store calls
+// ObserveCall, not Observe, on an Options.Metrics that has it (package
+// idemotel's does).
+type CallObserver interface {
+	Metrics
+	ObserveCall(Observation)
 }
 
 // Observation is one call as ObserveCall sees it. Calls counts the
@@ -57,11 +65,6 @@ type Observation struct {
 	Duration  time.Duration // from the call's start to its outcome
 	LeaseUsed time.Duration // as Observe's leaseUsed
 	Calls     int
-}
-
-// callObserver is a Metrics with ObserveCall.
-type callObserver interface {
-	ObserveCall(Observation)
 }
 
 // observe reports an outcome, to the span's end and to Metrics. With no

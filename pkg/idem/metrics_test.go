@@ -137,12 +137,14 @@ func TestMetricsReportCacheHits(t *testing.T) {
 	}
 }
 
-// callRecorder is a Metrics with ObserveCall, which a Store calls instead
+// callRecorder is a CallObserver: a Store calls its ObserveCall instead
 // of Observe.
 type callRecorder struct {
 	recorder
 	calls []idem.Observation
 }
+
+var _ idem.CallObserver = (*callRecorder)(nil)
 
 func (r *callRecorder) ObserveCall(o idem.Observation) {
 	r.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -14,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idemtest"
 )
 
 // createOrder is the work used throughout: one business write and a 201.
@@ -126,20 +127,6 @@ func holdKey(t *testing.T, s *idem.Store, r idem.Request) (release func()) {
 	return func() { close(proceed); <-done }
 }
 
-// TestRetryAfterRoundsUp: with 1.4 s of the lease left, Retry-After is 2 s,
-// not 1: a client that honours it must not come back into the same lease.
-func TestRetryAfterRoundsUp(t *testing.T) {
-	f := newFixture(t, func(o *idem.Options) { o.Lease = 2 * time.Second })
-	release := holdKey(t, f.Store, req("alice", "k1", `{}`))
-	defer release()
-	f.Clock.Advance(600 * time.Millisecond)
-	_, err := f.NewStore().Do(context.Background(), req("alice", "k1", `{}`), f.createOrder("alice", "o1", nil))
-	var inProgress *idem.InProgressError
-	if !errors.As(err, &inProgress) || inProgress.RetryAfter != 2*time.Second {
-		t.Fatalf("err = %v, want RetryAfter 2s with 1.4s of the lease left", err)
-	}
-}
-
 func TestConcurrentDuplicateGetsInProgressWithRetryAfter(t *testing.T) {
 	f := newFixture(t, func(o *idem.Options) { o.Lease = 20 * time.Second })
 	release := holdKey(t, f.Store, req("alice", "k1", `{}`))
@@ -205,18 +192,16 @@ func TestWaitingDuplicateGivesUpWithInProgress(t *testing.T) {
 // claimed, never committed, never released.
 func crashAfterClaim(t *testing.T, f *fixture, r idem.Request) {
 	t.Helper()
-	dead := &dynamotest.Counter{API: f.Raw, Before: func(op string) error {
-		if op == "PutItem" {
-			return nil
-		}
-		return errors.New("process killed")
-	}}
+	dead := idemtest.NewFaults(t, f.Raw)
+	dead.Inject(idemtest.Fault{Op: idemtest.PutItem, Kind: idemtest.CrashAfter})
 	s, err := idem.New(dead, f.Table, func(o *idem.Options) { o.Clock = f.Clock.Now; o.Lease = 10 * time.Second })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Do(context.Background(), r, f.createOrder(r.Scope, "crashed", nil)); err == nil {
-		t.Fatal("a call whose process was killed after its claim succeeded")
+	if !idemtest.Invoke(context.Background(), func(ctx context.Context) {
+		_, _ = s.Do(ctx, r, f.createOrder(r.Scope, "crashed", nil))
+	}) {
+		t.Fatal("a call whose process was killed after its claim returned")
 	}
 	if str(f.Record(r.Scope, r.Key), "status") != "IN_PROGRESS" {
 		t.Fatal("crash did not leave the record in progress")
@@ -804,4 +789,61 @@ func TestUnknownCommitOutcomeLapsesWhenNothingLanded(t *testing.T) {
 		t.Fatal("an uncommitted operation left a write")
 	}
 	f.Lapsed("alice", "k1", req("alice", "k1", `{}`).Fingerprint)
+}
+
+// TestWhatEachPathSends holds the docs of Do, DoAtomic, Tx and Commit to
+// the calls each sends for a first request: Do the claim's PutItem, then a
+// TransactWriteItems with the writes or, with none, a PutItem of the record
+// alone; DoAtomic that commit alone; Commit the writes' TransactWriteItems,
+// and nothing for a Tx with none. (A fault meant for a lost commit must be
+// injected into the call that is sent.)
+func TestWhatEachPathSends(t *testing.T) {
+	cases := []struct {
+		path   string
+		writes bool
+		want   map[string]int
+	}{
+		{"Do", true, map[string]int{"PutItem": 1, "TransactWriteItems": 1}},
+		{"Do", false, map[string]int{"PutItem": 2}},
+		{"DoAtomic", true, map[string]int{"TransactWriteItems": 1}},
+		{"DoAtomic", false, map[string]int{"PutItem": 1}},
+		{"Commit", true, map[string]int{"TransactWriteItems": 1}},
+		{"Commit", false, map[string]int{}},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%s with writes %v", tc.path, tc.writes), func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			work := func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
+				if tc.writes {
+					tx.Add(f.OrderPut("alice", "o1", "first"), nil)
+				}
+				return idem.Response{StatusCode: 201}, nil
+			}
+			var err error
+			switch tc.path {
+			case "Do":
+				_, err = f.Store.Do(ctx, req("alice", "k1", `{}`), work)
+			case "DoAtomic":
+				_, err = f.Store.DoAtomic(ctx, req("alice", "k1", `{}`), work)
+			case "Commit":
+				var tx idem.Tx
+				if _, err = work(ctx, &tx); err == nil {
+					_, err = f.Store.Commit(ctx, &tx)
+				}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := f.DB.Calls(); !maps.Equal(got, tc.want) {
+				t.Fatalf("sent %v, want %v", got, tc.want)
+			}
+			if tc.path != "Commit" && str(f.Record("alice", "k1"), "status") != "COMPLETED" {
+				t.Fatal("the record is not completed")
+			}
+			if (f.Order("alice", "o1") != nil) != tc.writes {
+				t.Fatalf("the order is there: %v, want %v", f.Order("alice", "o1") != nil, tc.writes)
+			}
+		})
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -57,9 +58,41 @@ type record struct {
 // carries. A session cookie kept for the record's life and sent again with
 // every replay would outlive the session's rotation or revocation.
 type storedResponse struct {
-	StatusCode int               `dynamodbav:"status"`
-	Header     map[string]string `dynamodbav:"headers,omitempty"`
-	Body       []byte            `dynamodbav:"body,omitempty"`
+	StatusCode int          `dynamodbav:"status"`
+	Header     storedHeader `dynamodbav:"headers,omitempty"`
+	Body       []byte       `dynamodbav:"body,omitempty"`
+}
+
+// storedHeader is a response's headers as the record keeps them, so that
+// each value reads back byte for byte: a value of valid UTF-8 as a string,
+// any other (a Latin-1 filename) as binary, since the SDK writes each
+// invalid byte of a string attribute as U+FFFD.
+type storedHeader map[string]string
+
+// MarshalDynamoDBAttributeValue is encodeHeader, for attributevalue.
+func (h storedHeader) MarshalDynamoDBAttributeValue() (types.AttributeValue, error) {
+	return &types.AttributeValueMemberM{Value: encodeHeader(h)}, nil
+}
+
+// UnmarshalDynamoDBAttributeValue reads the headers back, each value a
+// string or binary.
+func (h *storedHeader) UnmarshalDynamoDBAttributeValue(av types.AttributeValue) error {
+	m, ok := av.(*types.AttributeValueMemberM)
+	if !ok {
+		return fmt.Errorf("headers: %T, want a map", av)
+	}
+	*h = make(storedHeader, len(m.Value))
+	for name, v := range m.Value {
+		switch v := v.(type) {
+		case *types.AttributeValueMemberS:
+			(*h)[name] = v.Value
+		case *types.AttributeValueMemberB:
+			(*h)[name] = string(v.Value)
+		default:
+			return fmt.Errorf("header %q: %T, want a string or binary", name, v)
+		}
+	}
+	return nil
 }
 
 // isSetCookie reports whether a header name is Set-Cookie, in any case.
@@ -167,20 +200,9 @@ func encodeResponse(resp Response) types.AttributeValue {
 	m := make(map[string]types.AttributeValue, 3)
 	v.status.Value = strconv.Itoa(resp.StatusCode)
 	m["status"] = &v.status
-	if len(resp.Header) > 0 {
-		h := make(map[string]types.AttributeValue, len(resp.Header))
-		values := make([]types.AttributeValueMemberS, 0, len(resp.Header))
-		for k, s := range resp.Header {
-			if isSetCookie(k) {
-				continue
-			}
-			values = append(values, types.AttributeValueMemberS{Value: s})
-			h[k] = &values[len(values)-1]
-		}
-		if len(h) > 0 {
-			v.headers.Value = h
-			m["headers"] = &v.headers
-		}
+	if h := encodeHeader(resp.Header); len(h) > 0 {
+		v.headers.Value = h
+		m["headers"] = &v.headers
 	}
 	if len(resp.Body) > 0 {
 		v.body.Value = resp.Body
@@ -188,6 +210,28 @@ func encodeResponse(resp Response) types.AttributeValue {
 	}
 	v.outer.Value = m
 	return &v.outer
+}
+
+// encodeHeader is header as the record keeps it (see storedHeader), but
+// for a Set-Cookie header, which it leaves out; nil for none. Its string
+// values are allocated together.
+func encodeHeader(header map[string]string) map[string]types.AttributeValue {
+	if len(header) == 0 {
+		return nil
+	}
+	h := make(map[string]types.AttributeValue, len(header))
+	values := make([]types.AttributeValueMemberS, 0, len(header))
+	for k, s := range header {
+		switch {
+		case isSetCookie(k):
+		case utf8.ValidString(s):
+			values = append(values, types.AttributeValueMemberS{Value: s})
+			h[k] = &values[len(values)-1]
+		default:
+			h[k] = &types.AttributeValueMemberB{Value: []byte(s)}
+		}
+	}
+	return h
 }
 
 func number(n int64) *types.AttributeValueMemberN {

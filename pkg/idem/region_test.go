@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idemtest"
 )
 
 // described answers DescribeTable with a table as AWS describes a global one.
@@ -42,8 +42,8 @@ func TestCheckSingleRegionRefusesGlobalTables(t *testing.T) {
 }
 
 func TestCheckSingleRegionAcceptsTheLocalTable(t *testing.T) {
-	db := dynamotest.Client(t)
-	table := dynamotest.Table(t, db, "IdempotencyTable")
+	db := idemtest.Client(t)
+	table := idemtest.Table(t, db)
 	if err := idem.CheckSingleRegion(context.Background(), db, table); err != nil {
 		t.Fatal(err)
 	}

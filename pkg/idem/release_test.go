@@ -10,17 +10,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemkeys/idem/local/dynamo"
-	"github.com/idemkeys/idem/local/dynamotest"
-	"github.com/idemkeys/idem/local/faultproxy"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/internal/testbed"
 	"github.com/idemkeys/idem/pkg/idemtest"
+	"github.com/idemkeys/idem/pkg/idemtest/faultproxy"
 )
 
 // stormed is a store on the fixture's table and clock whose calls go
 // through a fault proxy, with the SDK's own retries as they come (its
 // default retryer, whose backoff runs to seconds), counted.
-func (f *fixture) stormed() (*faultproxy.Proxy, *dynamotest.Counter, *idem.Store) {
+func (f *fixture) stormed() (*faultproxy.Proxy, *testbed.Counter, *idem.Store) {
 	f.T.Helper()
 	endpoint, err := idemtest.Endpoint()
 	if err != nil {
@@ -32,7 +34,7 @@ func (f *fixture) stormed() (*faultproxy.Proxy, *dynamotest.Counter, *idem.Store
 	}
 	srv := httptest.NewServer(proxy)
 	f.T.Cleanup(srv.Close)
-	db := &dynamotest.Counter{API: dynamo.NewClient(srv.URL)}
+	db := &testbed.Counter{API: idemtest.Client(f.T, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(srv.URL) })}
 	s, err := idem.New(db, f.Table, func(o *idem.Options) { o.Clock = f.Clock.Now })
 	if err != nil {
 		f.T.Fatal(err)

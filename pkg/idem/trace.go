@@ -14,7 +14,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // tracerName is the instrumentation scope of a Store's spans.
@@ -58,13 +57,13 @@ const (
 	evHandBack = "idem.hand_back" // result handed, lost, failed
 )
 
-// globalDefault is the global TracerProvider OpenTelemetry starts with: it
-// records nothing until an SDK is set, and from then on
-// otel.GetTracerProvider returns the SDK's instead. It is nil if a provider
-// was set before this package was initialised (no call is then skipped).
+// globalDefault is the global TracerProvider OpenTelemetry starts with:
+// it starts no spans until an SDK is set, and from then on
+// otel.GetTracerProvider returns the SDK's instead. Set back in its place,
+// it means no tracing again. It is nil if a provider that starts spans was
+// set before this package was initialised (no call is then skipped).
 var globalDefault = func() trace.TracerProvider {
-	tp := otel.GetTracerProvider()
-	if t := reflect.TypeOf(tp); t.Kind() == reflect.Pointer && t.Elem().PkgPath() == "go.opentelemetry.io/otel/internal/global" {
+	if tp := otel.GetTracerProvider(); spanTracer(tp) == nil {
 		return tp
 	}
 	return nil
@@ -75,11 +74,12 @@ var globalDefault = func() trace.TracerProvider {
 // is used.
 type tracing struct {
 	set    bool         // Options.TracerProvider was given
-	tracer trace.Tracer // its tracer; nil for a no-op provider
+	tracer trace.Tracer // its tracer; nil if it starts no spans
 	last   atomic.Pointer[providerTracer]
 }
 
-// providerTracer is the tracer of the global provider last seen.
+// providerTracer is what the global provider last seen gives a call: its
+// tracer, or nil if it starts no spans.
 type providerTracer struct {
 	tp     trace.TracerProvider
 	tracer trace.Tracer
@@ -89,18 +89,36 @@ func newTracing(tp trace.TracerProvider) *tracing {
 	// The global default, given as the option, is the global provider too:
 	// it delegates to the SDK once one is set.
 	t := &tracing{set: tp != nil && tp != globalDefault}
-	if t.set && !noTracing(tp) {
-		t.tracer = tp.Tracer(tracerName)
+	if t.set {
+		t.tracer = spanTracer(tp)
 	}
 	return t
 }
 
-// noTracing says whether tp records nothing: the global default before an
-// SDK is set, or a no-op provider. A call on one starts no span, which
-// would allocate.
-func noTracing(tp trace.TracerProvider) bool {
-	_, isNoop := tp.(noop.TracerProvider)
-	return isNoop || tp == globalDefault
+// The probe's parent: a remote span that was not sampled.
+var probeParent = trace.NewSpanContext(trace.SpanContextConfig{
+	TraceID: trace.TraceID{0x1d, 0xe0},
+	SpanID:  trace.SpanID{0x1d, 0xe0},
+	Remote:  true,
+})
+
+// spanTracer is tp's tracer if tp starts spans of its own, else nil: a
+// call then starts no span, which would allocate. The test is what the
+// API documents: a no-op tracer hands back a span that carries its
+// parent's span context (so does the global default before an SDK is
+// set), where the SDK gives every span, sampled or not, a span ID of its
+// own so that other components can rely on it. The
+// probe's parent was not sampled, so a parent-based sampler (the SDK's
+// default) records nothing and no span processor sees the probe. It is
+// never ended: a sampler that records it anyway must not export it.
+func spanTracer(tp trace.TracerProvider) trace.Tracer {
+	tracer := tp.Tracer(tracerName)
+	ctx := trace.ContextWithRemoteSpanContext(context.Background(), probeParent)
+	_, probe := tracer.Start(ctx, "idem.probe")
+	if probe.SpanContext().SpanID() == probeParent.SpanID() {
+		return nil
+	}
+	return tracer
 }
 
 // get is the tracer for a call now, or nil if nothing would record.
@@ -109,13 +127,13 @@ func (t *tracing) get() trace.Tracer {
 		return t.tracer
 	}
 	tp := otel.GetTracerProvider()
-	if noTracing(tp) {
+	if tp == globalDefault {
 		return nil
 	}
 	if last := t.last.Load(); last != nil && last.tp == tp {
 		return last.tracer
 	}
-	tracer := tp.Tracer(tracerName)
+	tracer := spanTracer(tp)
 	if reflect.TypeOf(tp).Comparable() { // == on any other would panic
 		t.last.Store(&providerTracer{tp, tracer})
 	}

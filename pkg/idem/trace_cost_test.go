@@ -12,7 +12,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/idemkeys/idem/local/measure"
 	"github.com/idemkeys/idem/pkg/idem"
 	"github.com/idemkeys/idem/pkg/idem/internal/testbed"
 )
@@ -82,7 +81,7 @@ func TestTracingCost(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a measurement of cost, not a behaviour: not with -short")
 	}
-	rounds := measure.EnvInt("TRACE_ROUNDS", 2)
+	rounds := envInt("TRACE_ROUNDS", 2)
 	var report strings.Builder
 	fmt.Fprintf(&report, "In process (testbed.Memory), %d rounds, the two sides alternating; the traced side is the SDK recording every call, exported as it ends to memory on the request's goroutine:\n\n", rounds)
 	fmt.Fprintln(&report, "| benchmark | untraced µs per op | traced µs per op | added µs | traced over untraced: median (min–max) | allocations untraced | traced | added |")
@@ -125,8 +124,8 @@ func TestTracingCost(t *testing.T) {
 		if tracedAllocs <= plainAllocs {
 			t.Errorf("%s: %d allocations traced, %d untraced: the traced side traced nothing", c.name, tracedAllocs, plainAllocs)
 		}
-		fmt.Fprintf(&report, "| %s | %.1f | %.1f | %.1f | %s | %d | %d | %d |\n", c.name, measure.Median(plain), measure.Median(traced),
-			measure.Median(traced)-measure.Median(plain), measure.Spread(ratios), plainAllocs, tracedAllocs, tracedAllocs-plainAllocs)
+		fmt.Fprintf(&report, "| %s | %.1f | %.1f | %.1f | %s | %d | %d | %d |\n", c.name, median(plain), median(traced),
+			median(traced)-median(plain), spread(ratios), plainAllocs, tracedAllocs, tracedAllocs-plainAllocs)
 	}
 	tracingOnTheEngine(t, &report, rounds)
 	t.Log("\n" + report.String())
@@ -141,7 +140,7 @@ func TestTracingCost(t *testing.T) {
 // traced, request by request, who goes first alternating: the time a span
 // adds beside the two DynamoDB calls it is made of.
 func tracingOnTheEngine(t *testing.T, report *strings.Builder, rounds int) {
-	n := measure.EnvInt("TRACE_REQUESTS", 20)
+	n := envInt("TRACE_REQUESTS", 20)
 	tp, exp := tracedSDK()
 	f := newFixture(t)
 	plain := f.NewStore()
@@ -174,5 +173,5 @@ func tracingOnTheEngine(t *testing.T, report *strings.Builder, rounds int) {
 	fmt.Fprintf(report, "\nOn DynamoDB Local %s, Do's first request (a claim and a commit with one business write), %d requests per side (%d in each of %d rounds), request by request:\n\n", dynamoLocalVersion, n*rounds, n, rounds)
 	fmt.Fprintln(report, "| case | untraced ms per request (median) | traced ms per request (median) | traced over untraced, paired by request: median |")
 	fmt.Fprintln(report, "|---|---|---|---|")
-	fmt.Fprintf(report, "| Do: first request | %.2f | %.2f | %.2f |\n", float64(measure.Median(plainNs))/1e6, float64(measure.Median(tracedNs))/1e6, measure.PairedRatio(tracedNs, plainNs))
+	fmt.Fprintf(report, "| Do: first request | %.2f | %.2f | %.2f |\n", float64(median(plainNs))/1e6, float64(median(tracedNs))/1e6, pairedRatio(tracedNs, plainNs))
 }

@@ -102,3 +102,20 @@ func TestAProviderThatRecordsNothingCostsNoAllocation(t *testing.T) {
 	}
 	t.Logf("allocations per first request: %.0f with no provider or a no-op one, %.0f with the SDK recording every call", none, sdk)
 }
+
+// Whether a provider starts spans is asked of the provider itself, with a
+// probe that no span processor is handed to export: with a sampler that
+// records every span, the probe's parent notwithstanding, the only span
+// ended is the call's own.
+func TestTheProbeOfAProviderIsNeverExported(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithSpanProcessor(rec))
+	s, err := idem.New(testbed.NewMemory(), "trace-table", func(o *idem.Options) { o.TracerProvider = tp })
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := spanOfWork(t, s, "k1")
+	if ended := rec.Ended(); len(ended) != 1 || ended[0].Name() != "idem.Do" || ended[0].SpanContext().SpanID() != sc.SpanID() {
+		t.Fatalf("ended spans %v, want the call's idem.Do alone", ended)
+	}
+}

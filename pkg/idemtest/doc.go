@@ -2,8 +2,9 @@
 // engine for the test binary, a fresh idempotency table per test, a Store
 // on it with a clock the test moves, faults on the Store's DynamoDB calls
 // (the lost answers, late landings, throttles, storms and conflicts that
-// pkg/idem exists to survive), and crashes of an invocation at a chosen
-// point. It needs nothing beyond pkg/idem's own dependencies.
+// pkg/idem exists to survive), crashes of an invocation at a chosen point,
+// and a table's stream as Lambda delivers it. It needs nothing beyond the
+// dependencies of pkg/idem and its doors (aws-lambda-go's events).
 //
 // # Setting up
 //
@@ -165,6 +166,14 @@
 // The kit's Throttle comes back at once, as if the SDK's own backoff took
 // no time: a test measures the Store's retrying, and a real storm adds the
 // SDK's backoff to each call.
+//
+// # Streams
+//
+// StreamEvent reads the stream of a table of the engine (one created with a
+// StreamSpecification) into the events.DynamoDBEvent Lambda would deliver,
+// for a test of a DynamoDB Streams consumer: write to the table, read its
+// changes, and hand them to the handler whole, again, or from a failure on,
+// as Lambda redelivers from its checkpoint.
 //
 // # Examples
 //

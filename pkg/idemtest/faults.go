@@ -41,6 +41,13 @@ const (
 	TransactWriteItems Op = "TransactWriteItems"
 )
 
+// AnyOp, as a Fault's Op, takes calls of every operation, counted together
+// in the order they are made: Fault{Kind: Throttle, For: time.Minute} is a
+// throttle storm on every call, and Nth: 2 the second call, whatever its
+// operation. Calls(AnyOp) and Injected(AnyOp) are the totals over every
+// operation.
+const AnyOp Op = ""
+
 // Kind is what a fault does to a call. Each returns the error the AWS SDK
 // returns for that case, as the types the SDK builds (a *smithy.OperationError
 // around the HTTP response error and the service's exception), so that the
@@ -94,7 +101,7 @@ func (k Kind) String() string {
 
 // Fault chooses calls by operation and count, and says what to do to them.
 type Fault struct {
-	Op   Op
+	Op   Op // the operation whose calls it takes; AnyOp (the zero value): every operation's
 	Kind Kind
 	// Nth is the first call of Op the fault takes, counted from the
 	// Inject: 1 (or 0) is the next call of Op, 2 the one after.
@@ -113,10 +120,14 @@ type Fault struct {
 }
 
 func (f Fault) String() string {
-	if f.For > 0 {
-		return fmt.Sprintf("%v on %s from call %d, every call for %v", f.Kind, f.Op, f.Nth, f.For)
+	op := string(f.Op)
+	if f.Op == AnyOp {
+		op = "any operation"
 	}
-	return fmt.Sprintf("%v on %s call %d (%d in a row)", f.Kind, f.Op, f.Nth, f.Times)
+	if f.For > 0 {
+		return fmt.Sprintf("%v on %s from call %d, every call for %v", f.Kind, op, f.Nth, f.For)
+	}
+	return fmt.Sprintf("%v on %s call %d (%d in a row)", f.Kind, op, f.Nth, f.Times)
 }
 
 // Faults is an idem.DynamoDBAPI that passes each call to the one it wraps,
@@ -172,18 +183,18 @@ func NewFaults(t testing.TB, api idem.DynamoDBAPI) *Faults {
 }
 
 // Inject queues a fault. It panics for an unknown operation or kind, and
-// for a Conflict on GetItem.
+// for a Conflict on GetItem or on AnyOp.
 func (f *Faults) Inject(fault Fault) {
 	switch fault.Op {
-	case PutItem, GetItem, UpdateItem, TransactWriteItems:
+	case AnyOp, PutItem, GetItem, UpdateItem, TransactWriteItems:
 	default:
-		panic(fmt.Sprintf("idemtest: Inject: unknown operation %q: want PutItem, GetItem, UpdateItem or TransactWriteItems", fault.Op))
+		panic(fmt.Sprintf("idemtest: Inject: unknown operation %q: want PutItem, GetItem, UpdateItem, TransactWriteItems or AnyOp", fault.Op))
 	}
 	if _, ok := kindNames[fault.Kind]; !ok {
 		panic(fmt.Sprintf("idemtest: Inject: unknown kind %v", fault.Kind))
 	}
-	if fault.Kind == Conflict && fault.Op == GetItem {
-		panic("idemtest: Inject: DynamoDB refuses no GetItem for a transaction in flight")
+	if fault.Kind == Conflict && (fault.Op == GetItem || fault.Op == AnyOp) {
+		panic("idemtest: Inject: DynamoDB refuses no GetItem for a transaction in flight, so a Conflict names the write it refuses")
 	}
 	fault.Nth, fault.Times = max(fault.Nth, 1), max(fault.Times, 1)
 	if fault.Delay <= 0 {
@@ -240,14 +251,16 @@ func (f *Faults) take(op Op) (Fault, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls[op]++
-	n, now := f.calls[op], time.Now()
+	f.calls[AnyOp]++
+	now := time.Now()
 	var hit *queued
 	kept := f.queue[:0]
 	for _, q := range f.queue {
-		if q.Op == op && !q.until.IsZero() && !now.Before(q.until) {
+		mine, n := q.Op == op || q.Op == AnyOp, f.calls[q.Op]
+		if mine && !q.until.IsZero() && !now.Before(q.until) {
 			continue // a storm that is over
 		}
-		if q.Op == op && hit == nil && q.from <= n && n <= q.to {
+		if mine && hit == nil && q.from <= n && n <= q.to {
 			hit = q
 			q.taken++
 			if q.For > 0 && q.until.IsZero() {
@@ -255,7 +268,7 @@ func (f *Faults) take(op Op) (Fault, bool) {
 			}
 		}
 		switch {
-		case q.Op != op || n < q.to:
+		case !mine || n < q.to:
 			kept = append(kept, q)
 		case q.taken < q.Times:
 			f.missed = append(f.missed, q.Fault) // another fault took one of its calls
@@ -266,6 +279,7 @@ func (f *Faults) take(op Op) (Fault, bool) {
 		return Fault{}, false
 	}
 	f.injected[op]++
+	f.injected[AnyOp]++
 	return hit.Fault, true
 }
 
@@ -286,34 +300,49 @@ func (f *Faults) unmet() []Fault {
 // PutItem, GetItem, UpdateItem and TransactWriteItems make the call, or do
 // to it what the fault that takes it says.
 func (f *Faults) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	return faulted(f, PutItem, 1, f.api.PutItem, ctx, in, o)
+	return faulted(ctx, f, call[dynamodb.PutItemOutput]{op: PutItem, items: 1, in: in,
+		send: func(ctx context.Context) (*dynamodb.PutItemOutput, error) { return f.api.PutItem(ctx, in, o...) }})
 }
 
 func (f *Faults) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	return faulted(f, GetItem, 1, f.api.GetItem, ctx, in, o)
+	return faulted(ctx, f, call[dynamodb.GetItemOutput]{op: GetItem, items: 1, in: in,
+		send: func(ctx context.Context) (*dynamodb.GetItemOutput, error) { return f.api.GetItem(ctx, in, o...) }})
 }
 
 func (f *Faults) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	return faulted(f, UpdateItem, 1, f.api.UpdateItem, ctx, in, o)
+	return faulted(ctx, f, call[dynamodb.UpdateItemOutput]{op: UpdateItem, items: 1, in: in,
+		send: func(ctx context.Context) (*dynamodb.UpdateItemOutput, error) { return f.api.UpdateItem(ctx, in, o...) }})
 }
 
 func (f *Faults) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	return faulted(f, TransactWriteItems, len(in.TransactItems), f.api.TransactWriteItems, ctx, in, o)
+	return faulted(ctx, f, call[dynamodb.TransactWriteItemsOutput]{op: TransactWriteItems, items: len(in.TransactItems), in: in,
+		send: func(ctx context.Context) (*dynamodb.TransactWriteItemsOutput, error) {
+			return f.api.TransactWriteItems(ctx, in, o...)
+		}})
 }
 
-// faulted makes one call of op (with items actions), as the fault that
-// takes it says, if one does. An invocation that crashed makes none.
-func faulted[In, Out any](f *Faults, op Op, items int, call func(context.Context, *In, ...func(*dynamodb.Options)) (*Out, error), ctx context.Context, in *In, o []func(*dynamodb.Options)) (*Out, error) {
+// call is one call of op, with items actions, its input in, made by send.
+type call[Out any] struct {
+	op    Op
+	items int
+	in    any
+	send  func(context.Context) (*Out, error)
+}
+
+// faulted makes c, as the fault that takes it says, if one does. An
+// invocation that crashed makes none.
+func faulted[Out any](ctx context.Context, f *Faults, c call[Out]) (*Out, error) {
+	op, items := c.op, c.items
 	inv := invocationOf(ctx)
 	if inv.isDead() {
 		f.afterDeath(op) // does not return
 	}
-	commit := commits(any(in))
+	commit := commits(c.in)
 	if commit && op == PutItem {
 		f.putCommit.Store(true)
 	}
 	made := func(ctx context.Context) (*Out, error) {
-		out, err := call(ctx, in, o...)
+		out, err := c.send(ctx)
 		if err == nil && commit {
 			f.mu.Lock()
 			f.commits++

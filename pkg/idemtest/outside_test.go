@@ -80,7 +80,7 @@ func onlyTheKitsDependencies(t *testing.T, mod string, goCmd func(proxy string, 
 		t.Fatalf("go list: %v\n%s", err, deps)
 	}
 	for _, p := range strings.Fields(deps) {
-		if strings.HasPrefix(p, "github.com/idemkeys/idem/") && p != "github.com/idemkeys/idem/pkg/idem" && p != "github.com/idemkeys/idem/pkg/idemtest" && !strings.HasPrefix(p, "github.com/idemkeys/idem/pkg/idem/") && !strings.HasPrefix(p, "github.com/idemkeys/idem/pkg/idemtest/") && p != "github.com/idemkeys/idem/internal/httpapi" {
+		if strings.HasPrefix(p, "github.com/idemkeys/idem/") && p != "github.com/idemkeys/idem/pkg/idem" && p != "github.com/idemkeys/idem/pkg/idemtest" && !strings.HasPrefix(p, "github.com/idemkeys/idem/pkg/idem/") && !strings.HasPrefix(p, "github.com/idemkeys/idem/pkg/idemtest/") {
 			t.Errorf("the module builds %s, which is not pkg/idem's or the kit's", p)
 		}
 	}

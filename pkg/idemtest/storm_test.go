@@ -97,6 +97,39 @@ func TestAStormShorterThanTheBudgetIsAnsweredOnceItEnds(t *testing.T) {
 	}
 }
 
+// A storm on AnyOp takes every call from its Nth on, whatever its
+// operation: the claim (the first call) goes through, the commit and the
+// lapse after it are throttled until the storm ends, and the totals count
+// every operation's calls together.
+func TestAStormOnAnyOpTakesEveryOperationsCalls(t *testing.T) {
+	s := idemtest.NewStore(t)
+	h := stormDoor(s.Store, ordersTable(t, s.Client), false)
+	const storm = time.Second
+	s.Faults.Inject(idemtest.Fault{Op: idemtest.AnyOp, Kind: idemtest.Throttle, Nth: 2, For: storm})
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, stormRequest())
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
+		t.Fatalf("answered %d (Retry-After %q) %s; want 503 with Retry-After", w.Code, w.Header().Get("Retry-After"), w.Body)
+	}
+	ops := []idemtest.Op{idemtest.PutItem, idemtest.GetItem, idemtest.UpdateItem, idemtest.TransactWriteItems}
+	calls := 0
+	for _, op := range ops {
+		calls += s.Faults.Calls(op)
+	}
+	if s.Faults.Injected(idemtest.PutItem) != 0 || s.Faults.Injected(idemtest.TransactWriteItems) != 1 || s.Faults.Injected(idemtest.UpdateItem) < 1 {
+		t.Errorf("throttled %d claims, %d commits, %d lapses; want the commit and the lapse, never the claim",
+			s.Faults.Injected(idemtest.PutItem), s.Faults.Injected(idemtest.TransactWriteItems), s.Faults.Injected(idemtest.UpdateItem))
+	}
+	if s.Faults.Calls(idemtest.AnyOp) != calls || s.Faults.Injected(idemtest.AnyOp) != injected(s.Faults, ops) || s.Faults.Injected(idemtest.AnyOp) != calls-2 {
+		t.Errorf("Calls(AnyOp) %d, Injected(AnyOp) %d; want the %d calls of every operation, all but the claim and the last lapse throttled", s.Faults.Calls(idemtest.AnyOp), s.Faults.Injected(idemtest.AnyOp), calls)
+	}
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, stormRequest())
+	if w.Code != http.StatusCreated || s.Faults.Commits() != 1 {
+		t.Fatalf("the retry after the storm: %d %s, %d commits; want 201, once", w.Code, w.Body, s.Faults.Commits())
+	}
+}
+
 // recordLeft is how the request left its record: none, lapsed or live.
 func recordLeft(t *testing.T, s *idemtest.Store) string {
 	t.Helper()

@@ -22,6 +22,7 @@ import (
 	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/template"
 	"github.com/idemkeys/idem/local/template/templatetest"
+	"github.com/idemkeys/idem/pkg/idemclient"
 )
 
 // Function loads the template and returns the function with logicalID.
@@ -65,7 +66,7 @@ func (c *Caller) CallRaw(method, path, rawPath, sub, key, body string, extra ...
 	r := httptest.NewRequest(method, "https://"+Host+rawPath, strings.NewReader(body))
 	r.Header.Set("Content-Type", "application/json")
 	if key != "" {
-		r.Header.Set("Idempotency-Key", key)
+		r.Header.Set(idemclient.HeaderKey, key)
 	}
 	for i := 0; i+1 < len(extra); i += 2 {
 		r.Header.Set(extra[i], extra[i+1])

@@ -22,6 +22,7 @@ import (
 
 	"github.com/idemkeys/idem/internal/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/idemlambda"
 )
 
 // ProblemBase is the base of the functions' problem types: the type of code
@@ -40,7 +41,7 @@ func ErrorResponse(status int, code, detail string) events.APIGatewayV2HTTPRespo
 }
 
 // Refused is a refusal as an HTTP API response.
-func Refused(r *httpapi.Refusal) events.APIGatewayV2HTTPResponse {
+func Refused(r *idemlambda.Refusal) events.APIGatewayV2HTTPResponse {
 	return ErrorResponse(r.StatusCode, r.Code, r.Message)
 }
 
@@ -99,8 +100,8 @@ func DecodeStrict(body []byte, v any) error {
 }
 
 // Invalid is a 400 refusal with code "invalid_request".
-func Invalid(format string, args ...any) *httpapi.Refusal {
-	return &httpapi.Refusal{StatusCode: http.StatusBadRequest, Code: "invalid_request", Message: fmt.Sprintf(format, args...)}
+func Invalid(format string, args ...any) *idemlambda.Refusal {
+	return &idemlambda.Refusal{StatusCode: http.StatusBadRequest, Code: "invalid_request", Message: fmt.Sprintf(format, args...)}
 }
 
 // Reader is the read the GET routes make.

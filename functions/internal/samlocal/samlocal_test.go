@@ -19,7 +19,7 @@ import (
 var whoami = httpx.Routes{"GET /me": func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	scope, _, refusal := httpapi.CheckRequest(&req, "sub", 0)
 	if refusal != nil {
-		return refusal.Response(), nil
+		return httpx.Refused(refusal), nil
 	}
 	return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusOK, Body: scope}, nil
 }}

@@ -19,14 +19,16 @@
 // (application/problem+json) with a stable code. A final 5xx the handler
 // returns is sent as it is and not stored: its retry runs the handler again.
 //
-// The fingerprint takes the method, r.Pattern and its path values (the
-// raw path outside a ServeMux pattern), the raw query and the body, JSON in
+// The fingerprint takes the method, r.Pattern and its path values (and
+// the path itself under a subtree pattern, one that ends in "/"; the raw
+// path outside a ServeMux pattern), the raw query and the body, JSON in
 // canonical form.
 package idemhttp
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -34,7 +36,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemkeys/idem/internal/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
 	"github.com/idemkeys/idem/pkg/idem/internal/door"
 )
@@ -96,6 +97,15 @@ type Options[E any] struct {
 	// for a handler whose only effect is its writes to tx (it may run more
 	// often than it commits).
 	Atomic bool
+	// JSON holds every body to JSON's canonical form, whatever its
+	// Content-Type says: set it when Parse decodes every body as JSON.
+	// Without it only a body declared JSON (or declared as nothing) is
+	// held to it, and any other is fingerprinted byte for byte, so a body
+	// sent as text/plain with duplicate or case-folded member names (which
+	// decoders resolve differently) or invalid UTF-8 would reach Parse.
+	// With it, such a body is refused with 400 "invalid_json" before the
+	// key is claimed, whatever its Content-Type.
+	JSON bool
 	// ProblemBase is the base of the type URI of the door's problem
 	// details: the type of code c is ProblemBase + c. Empty (the default)
 	// gives RFC 9457's "about:blank".
@@ -108,10 +118,11 @@ type Options[E any] struct {
 // Refusal turns a request away with its own status: a Parse returns it as
 // its error, before the key is claimed, so that the client may correct the
 // request under the same key; a handler returns it to store nothing (the
-// lease is lapsed, and the retry runs the handler again). The door answers
-// StatusCode with problem details whose code is Code and whose detail is
-// Message, without Retry-After. A nil *Refusal returned as an error
-// refuses nothing.
+// lease is lapsed, and the retry runs the handler again). The door finds
+// it with errors.As, so it may be wrapped. The door answers StatusCode
+// with problem details whose code is Code and whose detail is Message,
+// without Retry-After. A nil *Refusal returned as an error refuses
+// nothing. Every door of idemlambda takes this same type.
 type Refusal struct {
 	StatusCode int    // the answer's status, a 4xx
 	Code       string // the problem's code: stable, machine-readable
@@ -128,9 +139,10 @@ func (r *Refusal) Error() string {
 // TransientError is a handler's failure the client should retry under the
 // same key: the lease is lapsed and nothing is stored, and the door answers
 // StatusCode (503 unless it is a 5xx) with problem details of Code and
-// Retry-After.
+// Retry-After. The door finds it with errors.As, so it may be wrapped.
+// Every door of idemlambda takes this same type.
 type TransientError struct {
-	StatusCode int
+	StatusCode int           // the answer's status, a 5xx (503 otherwise)
 	RetryAfter time.Duration // sent in whole seconds, rounded up, at least 1
 	Code       string        // the problem's code: stable, machine-readable
 	Err        error         // the cause, for errors.Is and the logs; not sent
@@ -138,6 +150,30 @@ type TransientError struct {
 
 func (e *TransientError) Error() string { return fmt.Sprintf("transient (%s): %v", e.Code, e.Err) }
 func (e *TransientError) Unwrap() error { return e.Err }
+
+// errorTypes are the readers of Refusal and TransientError that Wrap
+// hands door: door, which this package imports, cannot name them.
+// (idemlambda, whose names for the types are aliases of these, has its own.)
+var errorTypes = door.Errors{Refusal: refusalIn, Transient: transientIn}
+
+func refusalIn(err error) (*door.Refused, bool) {
+	var r *Refusal
+	switch {
+	case !errors.As(err, &r):
+		return nil, false
+	case r == nil:
+		return nil, true // a typed nil: no refusal
+	}
+	return &door.Refused{Status: r.StatusCode, Code: r.Code, Message: r.Message}, true
+}
+
+func transientIn(err error) *door.Transient {
+	var t *TransientError
+	if !errors.As(err, &t) || t == nil {
+		return nil
+	}
+	return &door.Transient{Status: t.StatusCode, RetryAfter: t.RetryAfter, Code: t.Code}
+}
 
 // Problem is the door's own problem details answer for status, code and
 // detail (RFC 9457: application/problem+json with type, title, status,
@@ -151,15 +187,18 @@ func Problem(base string, status int, code, detail string) idem.Response {
 	return door.Problem(base, status, code, detail)
 }
 
-// Header names of the IETF draft "The Idempotency-Key HTTP Header Field".
+// Header names of the IETF draft "The Idempotency-Key HTTP Header Field",
+// as every door of pkg/idem reads and writes them.
 const (
-	HeaderIdempotencyKey = "Idempotency-Key"
-	HeaderReplayed       = "Idempotent-Replayed"
+	HeaderIdempotencyKey = door.HeaderIdempotencyKey
+	HeaderReplayed       = door.HeaderReplayed
 )
 
 // ParseKey returns the key an Idempotency-Key header value carries: a bare
 // token or the IETF draft's quoted Structured Field string, white space
-// trimmed; several keys (a repeated header, comma-joined) are refused.
+// trimmed; several keys (a repeated header, comma-joined) are refused. The
+// string may carry RFC 8941 parameters (`"k";v=1`): they are checked
+// against RFC 8941's grammar and ignored, as the draft defines none.
 func ParseKey(value string) (string, error) { return door.ParseKey(value) }
 
 // Wrap returns an http.Handler that runs h once per Idempotency-Key, as the
@@ -170,14 +209,14 @@ func Wrap[B any](s Doer, parse Parse[B], h Handler[http.Request, B], optFns ...f
 	for _, fn := range optFns {
 		fn(&o)
 	}
-	c := door.NewConfig[Refusal, TransientError](o.MaxBodyBytes, o.Atomic, o.ProblemBase, o.Logger)
+	c := door.NewConfig(door.Config{MaxBody: o.MaxBodyBytes, Atomic: o.Atomic, JSON: o.JSON, ProblemBase: o.ProblemBase, Logger: o.Logger, Errors: errorTypes})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		in := read(r, c.MaxBody)
-		resp := door.Serve(r.Context(), s, c, r, o.Scope(r), in, parse, func(ctx context.Context, r *http.Request, body B, scope, key string, tx *idem.Tx) (idem.Response, error) {
-			// The request carries the work's context: its deadline is the
-			// lease's, less the commit's reserve.
-			return h(ctx, Request[http.Request, B]{Event: r.WithContext(ctx), Body: body, Scope: scope, Key: key}, tx)
-		})
+		resp := door.Serve(r.Context(), s, c, door.Call[B]{Scope: o.Scope(r), In: read(r, c.MaxBody), Parse: parse,
+			Handle: func(ctx context.Context, a door.Admitted[B], tx *idem.Tx) (idem.Response, error) {
+				// The request carries the work's context: its deadline is
+				// the lease's, less the commit's reserve.
+				return h(ctx, Request[http.Request, B]{Event: r.WithContext(ctx), Body: a.Body, Scope: a.Scope, Key: a.Key}, tx)
+			}})
 		header := w.Header()
 		for k, v := range resp.Header {
 			header.Set(k, v)
@@ -193,19 +232,25 @@ func Wrap[B any](s Doer, parse Parse[B], h Handler[http.Request, B], optFns ...f
 // read reads a request's body, up to one byte past the limit.
 func read(r *http.Request, maxBody int) door.Inbound {
 	body, err := io.ReadAll(io.LimitReader(r.Body, int64(maxBody)+1))
-	refusal := httpapi.CheckSize(len(body), maxBody)
+	refusal := door.CheckSize(len(body), maxBody)
 	if err != nil && refusal == nil {
-		refusal = &httpapi.Refusal{StatusCode: http.StatusBadRequest, Code: "invalid_body", Message: "the body could not be read"}
+		refusal = door.Unreadable()
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body)) // for a handler that reads it raw
 	key := r.Header.Values(HeaderIdempotencyKey)
-	route := r.Pattern
-	if route == "" {
+	route, values := r.Pattern, pathValues(r)
+	switch {
+	case route == "":
 		route = r.URL.Path
+	case strings.HasSuffix(route, "/"):
+		// A subtree pattern ("/orders/", "/") matches every path beneath
+		// it, each another resource: the path is part of the request.
+		// "/" can be no wildcard's name.
+		values["/"] = r.URL.EscapedPath()
 	}
 	return door.Inbound{
 		Key: strings.Join(key, ","), HasKey: len(key) > 0,
-		Method: r.Method, Route: door.Route(route, pathValues(r), r.URL.RawQuery),
+		Method: r.Method, Route: door.Route(route, values, r.URL.RawQuery),
 		ContentType: r.Header.Get("Content-Type"), Body: body, Refusal: refusal,
 	}
 }

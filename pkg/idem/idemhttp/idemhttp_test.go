@@ -105,3 +105,14 @@ func TestTheRequestCarriesTheWorksContext(t *testing.T) {
 		t.Fatalf("%d: the request's context has not the work's deadline", rec.Code)
 	}
 }
+
+// A typed nil *Refusal refuses nothing and says so; a Refusal reads as its
+// code and message.
+func TestARefusalReadsAsItsCodeAndMessage(t *testing.T) {
+	if got := (&idemhttp.Refusal{StatusCode: 409, Code: "order_taken", Message: "the order exists"}).Error(); got != "order_taken: the order exists" {
+		t.Errorf("Error() = %q", got)
+	}
+	if got := (*idemhttp.Refusal)(nil).Error(); got != "no refusal" {
+		t.Errorf("a nil Refusal's Error() = %q, want \"no refusal\"", got)
+	}
+}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idemkeys/idem/internal/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
 	"github.com/idemkeys/idem/pkg/idem/idemhttp"
 	"github.com/idemkeys/idem/pkg/idem/internal/testbed"
@@ -57,7 +56,7 @@ func TestAConflictsProblemIsTheDoorsOwn(t *testing.T) {
 	check := func(what string, rec *httptest.ResponseRecorder, replayed string, runsThen int32) {
 		t.Helper()
 		var got map[string]any
-		if rec.Code != 409 || rec.Header().Get("Content-Type") != httpapi.ContentType || json.Unmarshal(rec.Body.Bytes(), &got) != nil {
+		if rec.Code != 409 || rec.Header().Get("Content-Type") != problemJSON || json.Unmarshal(rec.Body.Bytes(), &got) != nil {
 			t.Fatalf("%s = %d %s %s, want 409 problem details", what, rec.Code, rec.Header().Get("Content-Type"), rec.Body)
 		}
 		for k, v := range want {
@@ -87,8 +86,20 @@ func TestAConflictsProblemIsTheDoorsOwn(t *testing.T) {
 func TestProblemWithoutABaseIsAboutBlank(t *testing.T) {
 	r := idemhttp.Problem("", http.StatusPaymentRequired, "card_declined", "the card was declined")
 	var got map[string]any
-	if err := json.Unmarshal(r.Body, &got); err != nil || r.StatusCode != 402 || r.Header["Content-Type"] != httpapi.ContentType ||
+	if err := json.Unmarshal(r.Body, &got); err != nil || r.StatusCode != 402 || r.Header["Content-Type"] != problemJSON ||
 		got["type"] != "about:blank" || got["title"] != "Payment Required" || got["status"] != 402.0 || got["code"] != "card_declined" || got["detail"] != "the card was declined" {
 		t.Fatalf("%d %v %s (%v)", r.StatusCode, r.Header, r.Body, err)
 	}
+}
+
+// problemJSON is the media type of problem details (RFC 9457).
+const problemJSON = "application/problem+json"
+
+// problemCode is the code member of a problem details body ("" if none).
+func problemCode(body string) string {
+	var p struct {
+		Code string `json:"code"`
+	}
+	_ = json.Unmarshal([]byte(body), &p) // a body that is not one has no code
+	return p.Code
 }

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/idemkeys/idem/internal/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
 	"github.com/idemkeys/idem/pkg/idem/idemhttp"
 	"github.com/idemkeys/idem/pkg/idem/internal/testbed"
@@ -54,7 +53,7 @@ func TestAnIdentityThatIsNotUTF8Is401(t *testing.T) {
 	}
 	for _, user := range []string{"m\xfcller", "m\xf6ller"} {
 		status, ct, body := send(user)
-		if status != 401 || ct != httpapi.ContentType || httpapi.Code([]byte(body)) != "unauthenticated" || !strings.Contains(body, "UTF-8") {
+		if status != 401 || ct != problemJSON || problemCode(body) != "unauthenticated" || !strings.Contains(body, "UTF-8") {
 			t.Fatalf("%q: %d %s %s, want 401 unauthenticated problem details saying why", user, status, ct, body)
 		}
 	}

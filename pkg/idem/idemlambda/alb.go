@@ -21,12 +21,12 @@ import (
 // an answer carries one Set-Cookie: the last of Response.Cookies, or else
 // its Set-Cookie header; with them on, the header's and then Cookies.
 func ALB[B any](s Doer, parse Parse[B], h Handler[events.ALBTargetGroupRequest, B], optFns ...func(*Options[events.ALBTargetGroupRequest])) func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
-	d := newDoor(nil, optFns)
+	d := newDoor(s, parse, h, nil, optFns)
 	return func(ctx context.Context, ev events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
-		in := inbound(ev.Headers, ev.MultiValueHeaders, &ev.Body, &ev.IsBase64Encoded, d.MaxBody)
+		in := inbound(eventParts{ev.Headers, ev.MultiValueHeaders, &ev.Body, &ev.IsBase64Encoded}, d.MaxBody)
 		query := rawQuery(ev.QueryStringParameters, ev.MultiValueQueryStringParameters)
 		in.Method, in.Route = ev.HTTPMethod, door.Route(ev.Path, nil, query)
-		return toALB(serve(ctx, d, s, &ev, in, parse, h), ev.MultiValueHeaders != nil), nil
+		return toALB(d.serve(ctx, &ev, in), ev.MultiValueHeaders != nil), nil
 	}
 }
 

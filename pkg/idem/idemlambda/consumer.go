@@ -2,7 +2,6 @@ package idemlambda
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,9 +25,17 @@ type Event[E any] struct {
 // or a panic, leaves the event unprocessed, to be delivered again; a panic
 // fails its own event only, as an error carrying the panic's value and
 // stack.
+//
+// A write added with an idem.ConflictFunc whose condition fails makes the
+// function's idem.Response the event's outcome, stored without any of the
+// event's writes: the event counts as processed, and its redeliveries are
+// skipped. The consumer reads nothing of that Response but its status: a
+// 5xx, like an error from the function, leaves the event unprocessed, to
+// be delivered again.
 type EventHandler[E any] func(ctx context.Context, ev Event[E], tx *idem.Tx) error
 
-// ConsumerOptions configure SQS, EventBridge and Function. The zero value
+// ConsumerOptions configure SQS, EventBridge, Kinesis, DynamoDBStream and
+// Function. The zero value
 // of each field means its default.
 type ConsumerOptions[E any] struct {
 	// Scope names the consumer: its keys are its own, so two consumers of
@@ -37,13 +44,17 @@ type ConsumerOptions[E any] struct {
 	// U+FFFD, and two such names would share their keys).
 	Scope string
 	// Key reads the event's id, its idempotency key. The default is SQS's
-	// messageId and EventBridge's id; Function has none and requires it.
+	// messageId, EventBridge's id and a stream record's eventID (on
+	// Kinesis, read the producer's id instead: see Kinesis); Function has
+	// none and requires it.
 	// SQSAttribute reads a producer's id from a message attribute.
 	Key func(ev *E) (string, error)
 	// Fingerprint chooses what of the event makes two events with one id
-	// the same event, hashed as JSON. The default is an SQS message's
-	// body, an EventBridge event's source, detail type and detail, a
-	// function's whole input.
+	// the same event, hashed as JSON (idem.FingerprintValue: map keys
+	// that differ only in case are two keys). The default is an SQS
+	// message's body, an EventBridge event's source, detail type and
+	// detail, a Kinesis record's data, a DynamoDB stream record's event
+	// name and change, a function's whole input.
 	Fingerprint func(ev *E) any
 	// Atomic runs the handler with DoAtomic instead of Do.
 	Atomic bool
@@ -52,8 +63,14 @@ type ConsumerOptions[E any] struct {
 	// writes to tx commit alone, in one transaction (idem.Store.Commit:
 	// Function panics when built with PassThrough on a Doer without it).
 	PassThrough bool
-	// Logger receives a line for each event that failed, on SQS and
-	// EventBridge (default: none); Function returns its errors instead.
+	// FailGroupOnly (SQS only): on a FIFO queue, a failure fails the later
+	// messages of its own message group only, as Powertools' FIFO
+	// processor can, and the other groups' messages are processed, each
+	// group still in order. By default it fails every later message.
+	FailGroupOnly bool
+	// Logger receives a line for each event that failed, on SQS,
+	// EventBridge and the stream doors (default: none); Function returns
+	// its errors instead.
 	Logger *slog.Logger
 }
 
@@ -132,11 +149,7 @@ func (c *consumer[E]) logFailure(what, id string, err error) {
 // refused (to the dead-letter queue, in time) rather than skipped unseen.
 func (c *consumer[E]) fingerprint(ev *E) (string, error) {
 	if c.Fingerprint != nil {
-		what, err := json.Marshal(c.Fingerprint(ev))
-		if err != nil {
-			return "", fmt.Errorf("%w: %v", idem.ErrInvalidBody, err) //nolint:errorlint // ErrInvalidBody is the answer; an error from the option's MarshalJSON must not match another sentinel
-		}
-		return idem.Fingerprint(c.kind, c.Scope, what, true)
+		return idem.FingerprintValue(c.kind, c.Scope, c.Fingerprint(ev))
 	}
 	route, body := c.raw(ev)
 	return idem.Fingerprint(c.kind, route, body, false)

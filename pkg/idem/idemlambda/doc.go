@@ -28,11 +28,12 @@
 // returns is sent as it is and not stored: its retry runs the handler
 // again.
 //
-// The consumers (SQS, EventBridge) share another: an EventHandler that
-// gets an Event (the event, the consumer's scope, the event's id) and a
-// Tx, and ConsumerOptions, which Function takes too. A duplicate delivery
-// is skipped; a failed or panicking event fails alone and is delivered
-// again. An event whose id another delivery holds fails too, never
+// The consumers (SQS, EventBridge, Kinesis, DynamoDBStream) share another:
+// an EventHandler that gets an Event (the event, the consumer's scope, the
+// event's id) and a Tx, and ConsumerOptions, which Function takes too. A
+// duplicate delivery is skipped; a failed or panicking event fails alone
+// and is delivered again (on a stream, with the later records of its key,
+// which keeps each key's order). An event whose id another delivery holds fails too, never
 // acknowledged, as the holder may still fail; one whose id was processed
 // with another body fails on every delivery, logged, until the dead-letter
 // queue takes it (SQS and EventBridge say how).

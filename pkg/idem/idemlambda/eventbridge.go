@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -30,7 +31,9 @@ func EventBridge(s Doer, h EventHandler[events.CloudWatchEvent], optFns ...func(
 	if c.Key == nil {
 		c.Key = func(ev *events.CloudWatchEvent) (string, error) { return ev.ID, nil }
 	}
-	c.raw = func(ev *events.CloudWatchEvent) (string, []byte) { return ev.Source + "/" + ev.DetailType, ev.Detail }
+	c.raw = func(ev *events.CloudWatchEvent) (string, []byte) {
+		return eventRoute(ev.Source, ev.DetailType), ev.Detail
+	}
 	return func(ctx context.Context, ev events.CloudWatchEvent) error {
 		err := c.process(ctx, s, &ev, h)
 		if errors.Is(err, idem.ErrInProgress) {
@@ -41,4 +44,16 @@ func EventBridge(s Doer, h EventHandler[events.CloudWatchEvent], optFns ...func(
 		}
 		return err
 	}
+}
+
+// eventRoute is an event's source and detail type as one route, split at
+// its first '/': either may hold a '/' ("shop/orders" and "Placed", "shop"
+// and "orders/Placed"), so the source's own '%' and '/' are escaped, as a
+// URL escapes them. A source with neither, as AWS's own and most are, is
+// written as it is, so that its events' fingerprints stay what they were.
+func eventRoute(source, detailType string) string {
+	if strings.ContainsAny(source, "%/") {
+		source = strings.NewReplacer("%", "%25", "/", "%2F").Replace(source)
+	}
+	return source + "/" + detailType
 }

@@ -3,6 +3,7 @@ package idemlambda_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log"
 
@@ -255,4 +256,92 @@ func ExampleFunction() {
 	// Output:
 	// trk-o1-1 <nil>
 	// trk-o1-1 <nil>
+}
+
+// A Kinesis consumer keyed by the producer's event id, which its records
+// carry: a producer's retry, stored twice under two sequence numbers, is
+// applied once. A record that fails holds back the later records of its
+// partition key; the answer names it, Lambda's checkpoint.
+func ExampleKinesis() {
+	store, _, err := idemtest.Open(context.Background())
+	if err != nil {
+		log.Fatal(err)
+	}
+	type payment struct {
+		ID, Account string
+		Amount      int
+	}
+	handle := idemlambda.Kinesis(store, func(ctx context.Context, ev idemlambda.Event[events.KinesisEventRecord], tx *idem.Tx) error {
+		var p payment
+		if err := json.Unmarshal(ev.Event.Kinesis.Data, &p); err != nil {
+			return err
+		}
+		if p.Amount < 0 {
+			return fmt.Errorf("payment %s: a negative amount", p.ID) // fails, and holds back its account's later payments
+		}
+		fmt.Println("post", p.ID, "to", p.Account) // in a real consumer: tx.Add of the posting
+		return nil
+	}, func(o *idemlambda.ConsumerOptions[events.KinesisEventRecord]) {
+		o.Scope = "ledger"
+		o.Key = func(r *events.KinesisEventRecord) (string, error) {
+			var p payment
+			return p.ID, json.Unmarshal(r.Kinesis.Data, &p)
+		}
+	}) // lambda.Start(handle)
+
+	record := func(seq, data string) events.KinesisEventRecord {
+		var p payment
+		_ = json.Unmarshal([]byte(data), &p)
+		return events.KinesisEventRecord{EventID: "shardId-000000000000:" + seq,
+			Kinesis: events.KinesisRecord{SequenceNumber: seq, PartitionKey: p.Account, Data: []byte(data)}}
+	}
+	resp, _ := handle(context.Background(), events.KinesisEvent{Records: []events.KinesisEventRecord{
+		record("101", `{"ID":"p-1","Account":"alice","Amount":5}`),
+		record("102", `{"ID":"p-1","Account":"alice","Amount":5}`), // the producer's retry
+		record("103", `{"ID":"p-2","Account":"alice","Amount":-1}`),
+		record("104", `{"ID":"p-3","Account":"alice","Amount":7}`), // after p-2, held back
+		record("105", `{"ID":"p-4","Account":"bob","Amount":3}`),
+	}})
+	fmt.Println("checkpoint:", resp.BatchItemFailures)
+	// Output:
+	// post p-1 to alice
+	// post p-4 to bob
+	// checkpoint: [{103}]
+}
+
+// A DynamoDB Streams consumer: each change once, by its eventID; a change
+// that fails holds back the later changes to its item, and Lambda
+// redelivers from the one the answer names.
+func ExampleDynamoDBStream() {
+	store, _, err := idemtest.Open(context.Background())
+	if err != nil {
+		log.Fatal(err)
+	}
+	down := true // the search index the consumer feeds is down, at first
+	handle := idemlambda.DynamoDBStream(store, func(ctx context.Context, ev idemlambda.Event[events.DynamoDBEventRecord], tx *idem.Tx) error {
+		c := ev.Event.Change
+		if down && c.Keys["sku"].String() == "tea" {
+			return errors.New("the index is down")
+		}
+		fmt.Println("index", c.Keys["sku"].String(), "at", c.NewImage["price"].Number())
+		return nil
+	}, func(o *idemlambda.ConsumerOptions[events.DynamoDBEventRecord]) { o.Scope = "indexer" }) // lambda.Start(handle)
+
+	change := func(seq, sku, price string) events.DynamoDBEventRecord {
+		return events.DynamoDBEventRecord{EventID: "ev-" + seq, EventName: "MODIFY", Change: events.DynamoDBStreamRecord{SequenceNumber: seq,
+			Keys:     map[string]events.DynamoDBAttributeValue{"sku": events.NewStringAttribute(sku)},
+			NewImage: map[string]events.DynamoDBAttributeValue{"sku": events.NewStringAttribute(sku), "price": events.NewNumberAttribute(price)}}}
+	}
+	batch := []events.DynamoDBEventRecord{change("1", "tea", "4"), change("2", "cup", "9"), change("3", "tea", "5")}
+	resp, _ := handle(context.Background(), events.DynamoDBEvent{Records: batch})
+	fmt.Println("checkpoint:", resp.BatchItemFailures)
+	down = false
+	resp, _ = handle(context.Background(), events.DynamoDBEvent{Records: batch}) // Lambda sends the batch again from the checkpoint
+	fmt.Println("checkpoint:", resp.BatchItemFailures)
+	// Output:
+	// index cup at 9
+	// checkpoint: [{1}]
+	// index tea at 4
+	// index tea at 5
+	// checkpoint: []
 }

@@ -16,11 +16,11 @@ import (
 // The fingerprint takes the method, the raw path, the raw query and the
 // body.
 func FunctionURL[B any](s Doer, parse Parse[B], h Handler[events.LambdaFunctionURLRequest, B], optFns ...func(*Options[events.LambdaFunctionURLRequest])) func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
-	d := newDoor(IAMPrincipal, optFns)
+	d := newDoor(s, parse, h, IAMPrincipal, optFns)
 	return func(ctx context.Context, ev events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
-		in := inbound(ev.Headers, nil, &ev.Body, &ev.IsBase64Encoded, d.MaxBody)
+		in := inbound(eventParts{ev.Headers, nil, &ev.Body, &ev.IsBase64Encoded}, d.MaxBody)
 		in.Method, in.Route = ev.RequestContext.HTTP.Method, door.Route(ev.RawPath, nil, ev.RawQueryString)
-		r := serve(ctx, d, s, &ev, in, parse, h)
+		r := d.serve(ctx, &ev, in)
 		out := events.LambdaFunctionURLResponse{StatusCode: r.StatusCode, Headers: door.CopyHeader(r.Header), Cookies: r.Cookies}
 		out.Body, out.IsBase64Encoded = encodeBody(r.Body)
 		return out, nil

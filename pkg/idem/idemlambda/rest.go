@@ -15,12 +15,12 @@ import (
 // resource ("/orders/{id}") and its path parameters, the query and the
 // body.
 func RESTAPI[B any](s Doer, parse Parse[B], h Handler[events.APIGatewayProxyRequest, B], optFns ...func(*Options[events.APIGatewayProxyRequest])) func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
-	d := newDoor(RESTClaim("sub"), optFns)
+	d := newDoor(s, parse, h, RESTClaim("sub"), optFns)
 	return func(ctx context.Context, ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
-		in := inbound(ev.Headers, ev.MultiValueHeaders, &ev.Body, &ev.IsBase64Encoded, d.MaxBody)
+		in := inbound(eventParts{ev.Headers, ev.MultiValueHeaders, &ev.Body, &ev.IsBase64Encoded}, d.MaxBody)
 		query := rawQuery(ev.QueryStringParameters, ev.MultiValueQueryStringParameters)
 		in.Method, in.Route = ev.HTTPMethod, door.Route(ev.Resource, ev.PathParameters, query)
-		r := serve(ctx, d, s, &ev, in, parse, h)
+		r := d.serve(ctx, &ev, in)
 		out := events.APIGatewayProxyResponse{StatusCode: r.StatusCode, Headers: door.CopyHeader(r.Header)}
 		if len(r.Cookies) > 0 {
 			out.MultiValueHeaders = map[string][]string{"Set-Cookie": r.Cookies}

@@ -18,9 +18,16 @@ import (
 // of the batch is not redelivered. The messages of a batch are processed
 // one after another, in the batch's order; a message that comes twice in
 // one batch (SQS delivers at least once) takes effect once, its second
-// copy skipped as processed. On a FIFO queue a failure also fails the
-// messages after it, which SQS must then redeliver in order. It panics
+// copy skipped as processed. An error from ConsumerOptions.Key fails its
+// message as a handler's error does. The returned error is always nil:
+// every failure is a message's, reported in the response. It panics
 // without ConsumerOptions.Scope.
+//
+// A message is from a FIFO queue when its EventSourceARN ends in ".fifo";
+// a MessageGroupId alone does not make it one. On a FIFO queue a failure
+// also fails every message after it in the batch, of every message group,
+// which SQS then redelivers in order; with ConsumerOptions.FailGroupOnly,
+// only the later messages of the failed message's own group.
 //
 // A message whose id another delivery holds (in progress, under a live
 // lease) is reported failed, never acknowledged: the holder may still
@@ -38,21 +45,45 @@ func SQS(s Doer, h EventHandler[events.SQSMessage], optFns ...func(*ConsumerOpti
 	c.raw = func(m *events.SQSMessage) (string, []byte) { return c.Scope, []byte(m.Body) }
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		var resp events.SQSEventResponse
-		failed := false
+		var order fifoOrder
 		for i := range ev.Records {
 			msg := &ev.Records[i]
-			if failed && strings.HasSuffix(msg.EventSourceARN, ".fifo") {
+			fifo := strings.HasSuffix(msg.EventSourceARN, ".fifo")
+			if fifo && order.blocked(msg, c.FailGroupOnly) {
 				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: msg.MessageId})
 				continue
 			}
 			if err := c.process(ctx, s, msg, h); err != nil {
 				c.logFailure("message", msg.MessageId, err)
 				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: msg.MessageId})
-				failed = true
+				order.failed(msg)
 			}
 		}
 		return resp, nil
 	}
+}
+
+// fifoOrder is what a batch's failures hold back on a FIFO queue: every
+// later message, or with FailGroupOnly the later messages of each failed
+// message's group.
+type fifoOrder struct {
+	any    bool
+	groups map[string]bool
+}
+
+func (o *fifoOrder) failed(msg *events.SQSMessage) {
+	o.any = true
+	if o.groups == nil {
+		o.groups = map[string]bool{}
+	}
+	o.groups[msg.Attributes["MessageGroupId"]] = true
+}
+
+func (o *fifoOrder) blocked(msg *events.SQSMessage, groupOnly bool) bool {
+	if !groupOnly {
+		return o.any
+	}
+	return o.groups[msg.Attributes["MessageGroupId"]]
 }
 
 // SQSAttribute reads the event's id from a message attribute (a String)

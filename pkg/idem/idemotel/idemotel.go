@@ -51,8 +51,8 @@ type options struct {
 	record []metric.RecordOption
 }
 
-// Metrics is an idem.Metrics on OpenTelemetry instruments. It is safe for
-// concurrent use.
+// Metrics is an idem.CallObserver on OpenTelemetry instruments. It is safe
+// for concurrent use.
 type Metrics struct {
 	calls    metric.Int64Counter
 	duration metric.Float64Histogram
@@ -139,3 +139,5 @@ func (m *Metrics) Observe(o idem.Outcome, leaseUsed time.Duration) {
 		m.lease.Record(ctx, leaseUsed.Seconds(), opts.record...)
 	}
 }
+
+var _ idem.CallObserver = (*Metrics)(nil)

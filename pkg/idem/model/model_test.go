@@ -6,7 +6,8 @@
 // holders, TTL expiry, and every call landing and losing its answer, then
 // sent again or given up, or landing late); client.pml, idemclient's
 // verdicts over one operation's attempts; and queue.pml, the SQS door's
-// acknowledgements of one event's deliveries. DESIGN.md ("What the model
+// acknowledgements of one event's deliveries, and the stream doors' order
+// from a checkpoint (STREAM). DESIGN.md ("What the model
 // proves") says what each proves and assumes.
 //
 // MODEL_SIZE=big (make model) adds the larger runs, MODEL_SIZE=soak (make
@@ -27,6 +28,9 @@ var errorsLine = regexp.MustCompile(`errors: (\d+)`)
 
 // orphan is the no-orphan assertion at a request's end, as spin prints it.
 const orphan = "((((effect_life!=life)||!((provider_done&&(provider_fp==myfp))))||(outcome[me]==1))||(outcome[me]==2))"
+
+// The stream's order: a key's second change commits only after its first.
+const inStreamOrder = "((r!=2)||(rst[0]==2))"
 
 // The client's two properties, as spin prints them.
 const (
@@ -78,6 +82,10 @@ var runs = []modelRun{
 	{"the queue, negative control: a delivery whose key is in progress acknowledged", "queue.pml", []string{"ACK_IN_PROGRESS"}, "(st==2)", ""},
 	{"the queue, negative control: two messages, one acknowledged while the other holds the key", "queue.pml", []string{"TWO", "ACK_IN_PROGRESS"}, "(st==2)", ""},
 	{"the queue, negative control: FIFO processing past a failed message", "queue.pml", []string{"FIFO", "FIFO_NO_SKIP"}, "o_done", ""},
+	{"the stream: two changes of one key and one of another, from a checkpoint", "queue.pml", []string{"STREAM"}, "", ""},
+	{"the stream, negative control: processing past a failed record of the same key", "queue.pml", []string{"STREAM", "STREAM_NO_HOLD"}, inStreamOrder, ""},
+	{"the stream, negative control: the answer names the last failed record", "queue.pml", []string{"STREAM", "STREAM_NAME_LAST"}, "(rst[r]==2)", ""},
+	{"the stream, negative control: a record whose key is in progress acknowledged", "queue.pml", []string{"STREAM", "ACK_IN_PROGRESS"}, "(rst[r]==2)", ""},
 
 	{"every fault, the operator beside the request and another", "idem.pml", []string{"OPERATOR", "OTHER"}, "", "big"},
 	{"every fault, the cache, the request and its duplicate", "idem.pml", []string{"CACHE"}, "", "big"},
@@ -85,6 +93,8 @@ var runs = []modelRun{
 	{"the queue: one message, four batches, FIFO", "queue.pml", []string{"MAXD=4", "FIFO"}, "", "big"},
 	{"the queue: two messages of one event, four batches, FIFO", "queue.pml", []string{"MAXD=4", "TWO", "FIFO"}, "", "soak"},
 	{"the queue: one message, five batches, standard", "queue.pml", []string{"MAXD=5"}, "", "soak"},
+	{"the stream: four batches", "queue.pml", []string{"STREAM", "MAXD=4"}, "", "big"},
+	{"the stream: six batches", "queue.pml", []string{"STREAM", "MAXD=6"}, "", "soak"},
 }
 
 // included reports whether a run of size belongs to this invocation's
@@ -100,6 +110,9 @@ func included(size string) bool {
 }
 
 func TestModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the spin models: make model")
+	}
 	if _, err := exec.LookPath("spin"); err != nil {
 		t.Fatal("spin is not installed: make deps installs it (Debian: apt-get install spin)")
 	}

@@ -36,14 +36,35 @@
  *   answer     Lambda's partial batch response: SQS deletes every message
  *              of the batch that is not in batchItemFailures
  *
+ * STREAM models the stream doors instead (kinesis.go, dynamodbstream.go
+ * over stream.go's streamBatch): a shard of three records, e0 and e1 two
+ * changes of one key (a partition key, an item) with o of another key
+ * between them. Lambda sends a shard one batch at a time, one record or
+ * more from its checkpoint on; the door processes them in order, each Store.Do under
+ * its own id, and once one is not done the records after it with its key
+ * are failed unprocessed; the answer names the first record not done, and
+ * Lambda moves its checkpoint there (every record before it is
+ * acknowledged) and sends the rest again; or the Lambda dies, its commit
+ * perhaps in flight (landing later unless a takeover fenced it), and the
+ * checkpoint stays. Property: per key, effects commit in stream order, each
+ * once, and the checkpoint passes a record only once its effect committed.
+ *
+ *   record,      stream.go streamBatch (the held keys, the first failure)
+ *   StreamBatch  and the answer's one BatchItemFailure (kinesis.go,
+ *                dynamodbstream.go); Lambda's checkpoint at the record named
+ *
  * Configurations: standard (default), FIFO, TWO (two messages of one
- * event); MAXD, the batches received.
+ * event), STREAM; MAXD, the batches received.
  *
  * Negative controls, each a compile-time switch that breaks one rule:
  *   ACK_IN_PROGRESS  a delivery whose key another delivery holds (Do's
  *                    ErrInProgress) is acknowledged, as a duplicate
  *   FIFO_NO_SKIP     on a FIFO queue, the messages after a failed one are
  *                    processed instead of failed unprocessed
+ *   STREAM_NO_HOLD   on a stream, the records after a failed one of the
+ *                    same key are processed instead of failed unprocessed
+ *   STREAM_NAME_LAST on a stream, the answer names the last failed record
+ *                    instead of the first
  */
 
 #define NONE   0
@@ -72,14 +93,7 @@
 #define BUSY    2        /* ErrInProgress: another delivery holds the key */
 #define FAILED  3        /* any other error */
 
-byte st = NONE;          /* E's record */
-bool live;               /* its lease is live */
-byte holder;             /* the batch whose lease it is */
 bool running[MAXD + 1];  /* a batch whose Lambda still runs */
-byte slow = 1;           /* a running holder's lease may run out, once */
-
-bool gone[NM];           /* a message of E deleted from the queue: acknowledged */
-bool o_gone, o_done;     /* o deleted; o's event processed */
 byte batches;
 
 /* What the door makes of Do's result for a message: acknowledged (left out
@@ -90,6 +104,16 @@ byte batches;
 #else
 #define ACKED(x) (x == OK)
 #endif
+
+#ifndef STREAM
+byte st = NONE;          /* E's record */
+bool live;               /* its lease is live */
+byte holder;             /* the batch whose lease it is */
+byte slow = 1;           /* a running holder's lease may run out, once */
+
+bool gone[NM];           /* a message of E deleted from the queue: acknowledged */
+bool o_gone, o_done;     /* o deleted; o's event processed */
+
 #define RESULT(x) fail[i] = !ACKED(x); failed = failed || fail[i]
 
 /* The door's processing of E's message i in batch d: on FIFO after a
@@ -208,3 +232,142 @@ end:
     :: atomic { st == INPROG && live && running[holder] && slow > 0 -> slow--; live = false }
     od
 }
+#else /* STREAM */
+
+/* The shard: e0 (record 0) and e1 (record 2) are two changes of one key,
+   o (record 1) a change of another, in stream order. */
+#define NR 3
+#define KEY(r) (r == 1)
+
+#ifdef STREAM_NO_HOLD
+#define HOLD false
+#else
+#define HOLD true
+#endif
+#ifdef STREAM_NAME_LAST
+#define NAME_LAST true
+#else
+#define NAME_LAST false
+#endif
+
+byte rst[NR];            /* each record's idempotency record */
+bool rlive[NR];          /* its lease is live */
+byte rholder[NR];        /* the batch whose lease it is */
+byte inflight[NR];       /* the dead batch whose commit of it is in flight */
+byte commits[NR];        /* its effect's commits */
+byte cp;                 /* Lambda's checkpoint: the first record not acknowledged */
+
+/* Record r's effect commits: per key in stream order (e1 only after e0),
+   each once. */
+inline commit(r) {
+    assert(r != 2 || rst[0] == DONE);
+    commits[r]++;
+    assert(commits[r] == 1);
+    rst[r] = DONE; rlive[r] = false
+}
+
+/* The door's processing of record r in batch d: failed unprocessed once
+   a record of its key failed; else Store.Do under r's id. */
+inline record(r) {
+    if
+    :: HOLD && held[KEY(r)] -> skip
+    :: else ->
+        atomic {
+            if
+            :: rst[r] == DONE -> res = OK                                 /* a replay */
+            :: rst[r] == INPROG && rlive[r] -> res = BUSY
+            :: rst[r] == NONE || rst[r] == INPROG && !rlive[r] ->
+                rst[r] = INPROG; rlive[r] = true; rholder[r] = d; claimed = true
+            fi
+        };
+        if
+        :: claimed ->
+            if
+            :: atomic { rholder[r] == d && rst[r] == INPROG -> commit(r); res = OK; claimed = false }
+            :: atomic { rholder[r] == d && rst[r] == INPROG -> commit(r); res = FAILED; claimed = false } /* answer lost */
+            :: atomic { rholder[r] == d -> rlive[r] = false; res = FAILED; claimed = false }  /* failed: lapsed */
+            :: atomic { rholder[r] != d -> res = FAILED; claimed = false }             /* fenced: taken over */
+            :: inflight[r] = d; goto died                                  /* dies, its commit in flight */
+            :: goto died                                                   /* dies before its commit */
+            fi
+        :: else -> skip
+        fi;
+        if
+        :: !ACKED(res) ->
+            held[KEY(r)] = true;
+            if :: first == last || NAME_LAST -> first = r :: else -> skip fi
+        :: else -> skip
+        fi
+    fi
+}
+
+/* One batch, the records from the checkpoint up to last (its batch size),
+   as streamBatch processes them; then the answer: Lambda checkpoints at the
+   first record not done (at last if none), acknowledging every record
+   before it. */
+proctype StreamBatch(byte d; byte last) {
+    byte r = cp, first = last, res;
+    bool claimed;
+    bool held[2];
+
+    do
+    :: r < last -> record(r); r++
+    :: else -> break
+    od;
+    atomic {
+        r = cp;
+        do
+        :: r < first -> assert(rst[r] == DONE); r++     /* acknowledged only once committed */
+        :: else -> break
+        od;
+        cp = first;
+        running[d] = false
+    };
+    goto end;
+died:
+    running[d] = false;               /* the checkpoint stays; its leases run out */
+end:
+    skip
+}
+
+/* Lambda: a shard's batches one at a time, each from the checkpoint on,
+   of one record or more, until the checkpoint passes the last record. */
+active proctype Shard() {
+    byte last;
+end:
+    do
+    :: atomic {
+        batches < MAXD && cp < NR && !running[batches] ->
+        batches++; running[batches] = true;
+        last = cp + 1;
+        do
+        :: last < NR -> last++
+        :: break
+        od;
+        run StreamBatch(batches, last);
+        last = 0
+       }
+    od
+}
+
+/* A dead holder's lease runs out; its commit in flight lands later,
+   fenced (unless a takeover holds the record now), or never. */
+inline lapse(r) {
+    atomic { rst[r] == INPROG && rlive[r] && !running[rholder[r]] -> rlive[r] = false }
+}
+inline land(r) {
+    atomic { inflight[r] != 0 && rholder[r] == inflight[r] && rst[r] == INPROG -> commit(r); inflight[r] = 0 }
+}
+inline lose(r) {
+    atomic { inflight[r] != 0 -> inflight[r] = 0 }
+}
+
+active proctype Clock() {
+end:
+    do
+    :: lapse(0) :: lapse(1) :: lapse(2)
+    :: land(0) :: land(1) :: land(2)
+    :: lose(0) :: lose(1) :: lose(2)
+    od
+}
+#endif

@@ -36,7 +36,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -142,7 +141,9 @@ func start(ctx context.Context, java, jar string, o Options, port int) (*Engine,
 			notice = os.Stderr
 		}
 		fmt.Fprintf(notice, "dynamolocal: DynamoDB Local listens on every address of this machine (%s), and with -sharedDb it takes any credentials: %v\n", e.Listens, err)
-		err = e.run(jar, java, args, w, sysProcAttr(), nil)
+		cmd := command(jar, java, args, w)
+		cmd.SysProcAttr = sysProcAttr()
+		err = e.run(cmd)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("start DynamoDB Local (%s): %w", jar, err)
@@ -168,22 +169,22 @@ func endpointHost(host string) string {
 	return host
 }
 
-// run starts name with args in jar's directory, its output to w, and
-// returns once it has started; e.exited closes when it exits. The goroutine
-// that starts it keeps its OS thread until the process exits: on Linux the
-// process is killed when that thread ends (Pdeathsig), which is then only
-// when the whole process does.
-func (e *Engine) run(jar, name string, args []string, w io.Writer, attr *syscall.SysProcAttr, setup func(*exec.Cmd)) error {
+// command is name with args, to run in jar's directory, its output to w.
+func command(jar, name string, args []string, w io.Writer) *exec.Cmd {
+	cmd := exec.Command(name, args...) //nolint:gosec // G204: the java the kit found, or this program as the namespace's helper, with arguments the kit made
+	cmd.Dir = filepath.Dir(jar)
+	cmd.Stdout, cmd.Stderr = w, w
+	return cmd
+}
+
+// run starts cmd and returns once it has started; e.exited closes when it
+// exits. The goroutine that starts it keeps its OS thread until the
+// process exits: on Linux the process is killed when that thread ends
+// (Pdeathsig), which is then only when the whole process does.
+func (e *Engine) run(cmd *exec.Cmd) error {
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		cmd := exec.Command(name, args...) //nolint:gosec // G204: the java the kit found, or this program as the namespace's helper, with arguments the kit made
-		cmd.Dir = filepath.Dir(jar)
-		cmd.Stdout, cmd.Stderr = w, w
-		cmd.SysProcAttr = attr
-		if setup != nil {
-			setup(cmd)
-		}
 		if err := cmd.Start(); err != nil {
 			started <- err
 			return

@@ -49,10 +49,11 @@ func (e *Engine) runIsolated(java, jar string, args []string, addr string, w io.
 	}
 	defer func() { _ = child.Close() }() // the helper's end, closed below once it has its copy; this is for the paths that fail first
 	for _, attr := range namespaceAttrs() {
-		err = e.run(jar, "/proc/self/exe", append([]string{java}, args...), w, attr, func(cmd *exec.Cmd) {
-			cmd.Env = append(os.Environ(), helperEnv+"="+strconv.Itoa(e.Port))
-			cmd.ExtraFiles = []*os.File{child}
-		})
+		cmd := command(jar, "/proc/self/exe", append([]string{java}, args...), w)
+		cmd.SysProcAttr = attr
+		cmd.Env = append(os.Environ(), helperEnv+"="+strconv.Itoa(e.Port))
+		cmd.ExtraFiles = []*os.File{child}
+		err = e.run(cmd)
 		if err == nil {
 			break
 		}

@@ -58,6 +58,24 @@ func Use(body []byte, use func(canonical []byte)) error {
 	return nil
 }
 
+// UseEncoded is Use for JSON that encoding/json encoded from a value this
+// process holds, not a body a client sent: it does not refuse two keys of
+// an object that are equal only under case folding ("Env" and "env", two
+// AWS tags in one map), which are two keys of the map the JSON came from,
+// read by no lax decoder. It still refuses what encoding/json never
+// writes, a key twice.
+func UseEncoded(body []byte, use func(canonical []byte)) error {
+	c := canonicalisers.Get().(*canonicaliser)
+	defer c.free()
+	c.keepFolded = true
+	out, err := c.run(body)
+	if err != nil {
+		return err
+	}
+	use(out)
+	return nil
+}
+
 var errSyntax = errors.New("not a JSON document")
 
 var canonicalisers = sync.Pool{New: func() any { return new(canonicaliser) }}
@@ -80,7 +98,7 @@ func (c *canonicaliser) run(body []byte) ([]byte, error) {
 
 // free returns c to the pool, unless a large body made its buffers large.
 func (c *canonicaliser) free() {
-	c.in = nil
+	c.in, c.keepFolded = nil, false
 	if cap(c.out)+cap(c.keys)+cap(c.text)+cap(c.scratch) > 256<<10 {
 		return
 	}
@@ -99,6 +117,8 @@ type canonicaliser struct {
 	scratch []byte   // an object's values while they are reordered
 	text    []byte   // a string value being decoded
 	folded  []member // an object's members in case-folded order
+
+	keepFolded bool // keys equal under case folding are not duplicates (UseEncoded)
 }
 
 // member is one object member: its decoded key in keys, its canonical value
@@ -253,7 +273,7 @@ func (c *canonicaliser) reorder(members []member, start int) error {
 // are neighbours.
 func (c *canonicaliser) foldedDuplicate(members []member) error {
 	keys := c.keys
-	if len(members) < 2 || !mayFold(keys, members) {
+	if len(members) < 2 || c.keepFolded || !mayFold(keys, members) {
 		return nil
 	}
 	key := func(m member) []byte { return keys[m.keyStart:m.keyEnd] }

@@ -15,11 +15,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/pkg/idem"
 	"github.com/idemkeys/idem/pkg/idem/idemhttp"
 	"github.com/idemkeys/idem/pkg/idem/idemlambda"
 	"github.com/idemkeys/idem/pkg/idem/internal/testbed"
+	"github.com/idemkeys/idem/pkg/idemtest"
 )
 
 // Every front door: the first call runs the handler, a retry replays it
@@ -133,7 +133,7 @@ func TestEveryErrorMapsToARealStatus(t *testing.T) {
 // no "retrying is safe": every door answers a non-retryable 500
 // "misconfigured", on Do and DoAtomic alike.
 func TestAMisconfiguredTableIsADefiniteFailure(t *testing.T) {
-	s, err := idem.New(dynamotest.Client(t), "no-such-table")
+	s, err := idem.New(idemtest.Client(t), "no-such-table")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,5 +242,19 @@ func TestARefusalIsLoggedAtItsLevel(t *testing.T) {
 				t.Fatalf("%d, logged %+v; want %d logged at %s, a cause with a warning alone", r.StatusCode, line, tc.status, tc.level)
 			}
 		})
+	}
+}
+
+// TestAnUnstored5xxCarriesNoTransmissionHeaders: the handler's final 5xx
+// goes back as it is, but for the headers that describe one transmission
+// (a stray Idempotent-Replayed among them): a first answer is never marked
+// a replay.
+func TestAnUnstored5xxCarriesNoTransmissionHeaders(t *testing.T) {
+	h := idemlambda.HTTPAPI(newFake(), nil, func(ctx context.Context, req idemlambda.Request[events.APIGatewayV2HTTPRequest, struct{}], tx *idem.Tx) (idem.Response, error) {
+		return idem.Response{StatusCode: 502, Header: map[string]string{"Idempotent-Replayed": "true", "Content-Length": "999", "X-Ok": "1"}}, nil
+	})
+	r, _ := h(context.Background(), apiRequest("alice", map[string]string{"idempotency-key": "k1"}, `{}`))
+	if r.StatusCode != 502 || r.Headers["X-Ok"] != "1" || r.Headers[idemlambda.HeaderReplayed] != "" || r.Headers["Content-Length"] != "" {
+		t.Fatalf("%d %v, want the 502 with X-Ok alone", r.StatusCode, r.Headers)
 	}
 }

@@ -4,8 +4,8 @@
 // event into an Inbound, hand it to Serve with their handler, and write the
 // Response back in their own form. The types a user sees (Request, Handler,
 // Parse, Options, Refusal, TransientError) are idemhttp's: door, which
-// idemhttp imports, reads the error types through NewConfig's type
-// parameters.
+// idemhttp imports, reads the error types through the Errors a door hands
+// it, and answers its own checks' refusals as values of its own.
 package door
 
 import (
@@ -22,7 +22,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/idemkeys/idem/internal/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
@@ -32,7 +31,8 @@ type doer interface {
 	DoAtomic(ctx context.Context, req idem.Request, work idem.Work) (idem.Result, error)
 }
 
-// Header names of the IETF draft "The Idempotency-Key HTTP Header Field".
+// Header names of the IETF draft "The Idempotency-Key HTTP Header Field",
+// as every door reads and writes them; idemhttp exports them.
 const (
 	HeaderIdempotencyKey = "Idempotency-Key"
 	HeaderReplayed       = "Idempotent-Replayed"
@@ -42,34 +42,32 @@ const (
 type Config struct {
 	MaxBody     int
 	Atomic      bool
+	JSON        bool // every body is JSON, whatever its Content-Type
 	ProblemBase string
 	Logger      *slog.Logger
-	errs        errorTypes
+	Errors      Errors
 }
 
 // NewConfig checks a door's options and fills in their defaults: an option
 // out of range panics here, with an error that matches
-// idem.ErrInvalidOptions, as the doors return no error of their own. R and
-// T are the refusal and transient error types the door's users return
-// (idemhttp's), which door cannot name: idemhttp imports it.
-func NewConfig[R RefusalShape, T TransientShape, PR interface {
-	*R
-	error
-}, PT interface {
-	*T
-	error
-}](maxBody int, atomic bool, problemBase string, logger *slog.Logger) Config {
-	if maxBody < 0 {
-		panic(fmt.Errorf("%w: MaxBodyBytes %d is negative (0 takes the default, 64 KiB)", idem.ErrInvalidOptions, maxBody))
+// idem.ErrInvalidOptions, as the doors return no error of their own.
+func NewConfig(c Config) Config {
+	if c.MaxBody < 0 {
+		panic(fmt.Errorf("%w: MaxBodyBytes %d is negative (0 takes the default, 64 KiB)", idem.ErrInvalidOptions, c.MaxBody))
 	}
-	if maxBody == 0 {
-		maxBody = 64 << 10
+	if c.MaxBody == 0 {
+		c.MaxBody = 64 << 10
 	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	errs := errorTypes{refusal: readRefusal[R, PR], transient: readTransient[T, PT]}
-	return Config{MaxBody: maxBody, Atomic: atomic, ProblemBase: problemBase, Logger: logger, errs: errs}
+	if c.Errors.Refusal == nil {
+		c.Errors.Refusal = func(error) (*Refused, bool) { return nil, false }
+	}
+	if c.Errors.Transient == nil {
+		c.Errors.Transient = func(error) *Transient { return nil }
+	}
+	return c
 }
 
 // Inbound is a request as every door reduces it for Serve.
@@ -80,51 +78,42 @@ type Inbound struct {
 	Route       string // Route of where it went
 	ContentType string
 	Body        []byte // decoded
-	Refusal     *httpapi.Refusal
+	Refusal     *Refused
+}
+
+// Admitted is a request that passed the checks: what a door's handler is
+// called with.
+type Admitted[B any] struct {
+	Body       B
+	Scope, Key string
+}
+
+// Call is one request at a door: its verified scope, what the door read
+// of it, the door's Parse (nil: none) and its handler.
+type Call[B any] struct {
+	Scope  string
+	In     Inbound
+	Parse  func([]byte) (B, error)
+	Handle func(ctx context.Context, req Admitted[B], tx *idem.Tx) (idem.Response, error)
 }
 
 // Serve is every HTTP door after it has read its event: the checks (the
 // scope, then in's own refusal, the key, parse, the fingerprint), then Do
-// (or DoAtomic) around h, then the answer, errors as problem details and a
-// replay marked Idempotent-Replayed.
-func Serve[E, B any](ctx context.Context, s doer, c Config, ev *E, scope string, in Inbound, parse func([]byte) (B, error),
-	h func(ctx context.Context, ev *E, body B, scope, key string, tx *idem.Tx) (idem.Response, error)) idem.Response {
-	body, req, refusal := admit(c.errs, &in, scope, parse)
+// (or DoAtomic) around the handler, then the answer, errors as problem
+// details and a replay marked Idempotent-Replayed.
+func Serve[B any](ctx context.Context, s doer, c Config, call Call[B]) idem.Response {
+	body, req, refusal := admit(c, &call)
 	if refusal != nil {
-		c.logRefusal(refusal, scope)
+		c.logRefusal(refusal, call.Scope)
 		refusedEvent(ctx, refusal)
-		return problem(c.ProblemBase, refusal.StatusCode, refusal.Code, refusal.Message, "")
+		return problem(c.ProblemBase, refusal.Status, refusal.Code, refusal.Message, "")
 	}
 	do := s.Do
 	if c.Atomic {
 		do = s.DoAtomic
 	}
 	res, err := do(ctx, req, func(ctx context.Context, tx *idem.Tx) (idem.Response, error) {
-		resp, err := h(ctx, ev, body, req.Scope, req.Key, tx)
-		if err != nil {
-			r, found := c.errs.refusal(err)
-			switch {
-			case !found:
-				return idem.Response{}, err
-			case r != nil:
-				// The handler's refusal: its own answer, stored nowhere.
-				// The error carries it, so that the store's span knows it
-				// for a 4xx, an answer and not a failure.
-				return idem.Response{}, &refusedAnswer{err: err, resp: problem(c.ProblemBase, r.StatusCode, r.Code, r.Message, "")}
-			}
-			// A typed nil *Refusal refuses nothing, as from Parse.
-		}
-		if resp.StatusCode == 0 {
-			resp.StatusCode = http.StatusOK
-		}
-		resp.Header = storedHeader(resp.Header)
-		if resp.StatusCode >= 500 {
-			// The handler's own final 5xx is a transient failure on
-			// every door: not stored, the lease lapsed, sent back as it
-			// is but for the headers of one transmission.
-			return idem.Response{}, &failedResponse{resp: resp}
-		}
-		return resp, nil
+		return c.stored(call.Handle(ctx, Admitted[B]{Body: body, Scope: req.Scope, Key: req.Key}, tx))
 	})
 	if err != nil {
 		if errors.Is(err, idem.ErrMisconfigured) {
@@ -139,65 +128,95 @@ func Serve[E, B any](ctx context.Context, s doer, c Config, ev *E, scope string,
 	return res.Response
 }
 
+// stored is the handler's answer as Do takes it: the response to store,
+// or the error that lapses the lease.
+func (c Config) stored(resp idem.Response, err error) (idem.Response, error) {
+	if err != nil {
+		r, found := c.Errors.Refusal(err)
+		switch {
+		case !found:
+			return idem.Response{}, err
+		case r != nil:
+			// The handler's refusal: its own answer, stored nowhere.
+			// The error carries it, so that the store's span knows it
+			// for a 4xx, an answer and not a failure.
+			return idem.Response{}, &refusedAnswer{err: err, resp: problem(c.ProblemBase, r.Status, r.Code, r.Message, "")}
+		}
+		// A typed nil *Refused refuses nothing, as from Parse.
+	}
+	if resp.StatusCode == 0 {
+		resp.StatusCode = http.StatusOK
+	}
+	resp.Header = storedHeader(resp.Header)
+	if resp.StatusCode >= 500 {
+		// The handler's own final 5xx is a transient failure on
+		// every door: not stored, the lease lapsed, sent back as it
+		// is but for the headers of one transmission.
+		return idem.Response{}, &failedResponse{resp: resp}
+	}
+	return resp, nil
+}
+
 // refusedEvent tells the request's span, if it records (the server's, or
 // the Lambda invocation's), that the door refused the request before any
 // call: the refusal's code and status, never its message, which may
 // quote the body.
-func refusedEvent(ctx context.Context, r *httpapi.Refusal) {
+func refusedEvent(ctx context.Context, r *Refused) {
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
 		return
 	}
-	span.AddEvent("idem.refused", trace.WithAttributes(attribute.String("idem.refusal.code", r.Code), attribute.Int("idem.status_code", r.StatusCode)))
+	span.AddEvent("idem.refused", trace.WithAttributes(attribute.String("idem.refusal.code", r.Code), attribute.Int("idem.status_code", r.Status)))
 }
 
 // logRefusal logs a refused request: a line for each, and a warning, with
 // its cause, for an identity that is there but cannot be a scope (a proxy
 // that writes Latin-1 names, say), which turns every request of that
 // caller away until someone fixes it.
-func (c Config) logRefusal(r *httpapi.Refusal, scope string) {
-	if r.StatusCode == http.StatusUnauthorized && scope != "" {
-		c.Logger.Warn("idem: refused: the verified identity cannot be a scope", "code", r.Code, "status", r.StatusCode, "cause", r.Message)
+func (c Config) logRefusal(r *Refused, scope string) {
+	if r.Status == http.StatusUnauthorized && scope != "" {
+		c.Logger.Warn("idem: refused: the verified identity cannot be a scope", "code", r.Code, "status", r.Status, "cause", r.Message)
 		return
 	}
-	c.Logger.Info("idem: refused", "code", r.Code, "status", r.StatusCode)
+	c.Logger.Info("idem: refused", "code", r.Code, "status", r.Status)
 }
 
 // admit runs the checks that write nothing, in order: the identity (401),
 // the body (400, 413), the key (400), parse, the fingerprint. It returns
 // the parsed body and the request for Do.
-func admit[B any](errs errorTypes, in *Inbound, scope string, parse func([]byte) (B, error)) (body B, req idem.Request, refusal *httpapi.Refusal) {
-	if r := httpapi.CheckScope(scope); r != nil {
+func admit[B any](c Config, call *Call[B]) (body B, req idem.Request, refusal *Refused) {
+	in := &call.In
+	if r := checkScope(call.Scope); r != nil {
 		return body, req, r
 	}
 	if in.Refusal != nil {
 		return body, req, in.Refusal
 	}
 	if !in.HasKey {
-		return body, req, &httpapi.Refusal{StatusCode: http.StatusBadRequest, Code: "idempotency_key_missing", Message: "this endpoint needs an Idempotency-Key header"}
+		return body, req, &Refused{http.StatusBadRequest, "idempotency_key_missing", "this endpoint needs an Idempotency-Key header"}
 	}
 	key, err := ParseKey(in.Key)
 	if err != nil {
-		return body, req, &httpapi.Refusal{StatusCode: http.StatusBadRequest, Code: "idempotency_key_invalid", Message: err.Error()}
+		return body, req, &Refused{http.StatusBadRequest, "idempotency_key_invalid", err.Error()}
 	}
-	if parse != nil {
-		if body, err = parse(in.Body); err != nil {
-			r, found := errs.refusal(err)
+	if call.Parse != nil {
+		if body, err = call.Parse(in.Body); err != nil {
+			r, found := c.Errors.Refusal(err)
 			switch {
 			case found && r == nil:
-				// A typed nil *Refusal in the error: no refusal at all.
+				// A typed nil *Refused in the error: no refusal at all.
 			case found:
 				return body, req, r
 			default:
-				return body, req, &httpapi.Refusal{StatusCode: http.StatusBadRequest, Code: "invalid_body", Message: err.Error()}
+				return body, req, &Refused{http.StatusBadRequest, "invalid_body", err.Error()}
 			}
 		}
 	}
-	fp, err := idem.Fingerprint(in.Method, in.Route, in.Body, len(in.Body) > 0 && isJSON(in.ContentType))
+	fp, err := idem.Fingerprint(in.Method, in.Route, in.Body, len(in.Body) > 0 && (c.JSON || isJSON(in.ContentType)))
 	if err != nil {
-		return body, req, &httpapi.Refusal{StatusCode: http.StatusBadRequest, Code: "invalid_json", Message: err.Error()}
+		return body, req, &Refused{http.StatusBadRequest, "invalid_json", err.Error()}
 	}
-	return body, idem.Request{Scope: scope, Key: key, Fingerprint: fp}, nil
+	return body, idem.Request{Scope: call.Scope, Key: key, Fingerprint: fp}, nil
 }
 
 // Route is what the fingerprint takes of where a request went: the route
@@ -227,8 +246,9 @@ func Route(route string, params map[string]string, query string) string {
 	return b.String()
 }
 
-// isJSON says whether to canonicalise the body as JSON: when it is declared
-// JSON, or declared as nothing at all (the usual curl case).
+// isJSON says whether to canonicalise the body as JSON without
+// Config.JSON: when it is declared JSON, or declared as nothing at all
+// (the usual curl case).
 func isJSON(ct string) bool {
 	if ct == "" {
 		return true
@@ -264,53 +284,4 @@ func CopyHeader(h map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
-}
-
-// ParseKey returns the key carried by an Idempotency-Key header value. It
-// accepts both a bare token and the IETF draft's form, a Structured Field
-// string (a quoted string in which only \" and \\ are escapes), and trims
-// the optional white space around it. A bare value with a comma is refused:
-// a repeated header arrives joined with commas, and several keys are
-// ambiguous (a key with a comma in it travels quoted). The result has
-// passed idem.ValidateKey.
-func ParseKey(value string) (string, error) {
-	v := strings.Trim(value, " \t")
-	if !strings.HasPrefix(v, `"`) && strings.Contains(v, ",") {
-		return "", fmt.Errorf("%w: several keys (a repeated header arrives comma-joined); send one, quoted if it holds a comma", idem.ErrInvalidKey)
-	}
-	if strings.HasPrefix(v, `"`) {
-		key, err := parseSFString(v)
-		if err != nil {
-			return "", err
-		}
-		v = key
-	}
-	if err := idem.ValidateKey(v); err != nil {
-		return "", err
-	}
-	return v, nil
-}
-
-// parseSFString decodes an RFC 8941 sf-string. Anything after the closing
-// quote is refused: a header that carries more than one key is ambiguous.
-func parseSFString(v string) (string, error) {
-	var b strings.Builder
-	for i := 1; i < len(v); i++ {
-		switch c := v[i]; c {
-		case '\\':
-			i++
-			if i == len(v) || (v[i] != '"' && v[i] != '\\') {
-				return "", fmt.Errorf("%w: bad escape in quoted key", idem.ErrInvalidKey)
-			}
-			b.WriteByte(v[i])
-		case '"':
-			if i != len(v)-1 {
-				return "", fmt.Errorf("%w: text after the closing quote (several keys?)", idem.ErrInvalidKey)
-			}
-			return b.String(), nil
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return "", fmt.Errorf("%w: unterminated quoted key", idem.ErrInvalidKey)
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkeys/idem/pkg/idem/idemhttp"
 )
 
 // The requests whose fingerprints are pinned, one set per door: routes and
@@ -65,12 +67,12 @@ func goldenALBEvents() []events.ALBTargetGroupRequest {
 
 func goldenNetHTTPRequests() []*http.Request {
 	r1 := httptest.NewRequest("POST", "/things/t1?b=2&a=1", strings.NewReader(`{"b": 1, "a": 2}`))
-	r1.Header.Set("Idempotency-Key", "k1")
+	r1.Header.Set(idemhttp.HeaderIdempotencyKey, "k1")
 	r2 := httptest.NewRequest("PUT", "/files/a/b/c", strings.NewReader("raw bytes"))
-	r2.Header.Set("Idempotency-Key", "k1")
+	r2.Header.Set(idemhttp.HeaderIdempotencyKey, "k1")
 	r2.Header.Set("Content-Type", "text/plain")
 	r3 := httptest.NewRequest("PATCH", "/raw/x/y?z", strings.NewReader(""))
-	r3.Header.Set("Idempotency-Key", "k1")
+	r3.Header.Set(idemhttp.HeaderIdempotencyKey, "k1")
 	return []*http.Request{r1, r2, r3}
 }
 

@@ -14,10 +14,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/idemkeys/idem/internal/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
 	"github.com/idemkeys/idem/pkg/idem/idemhttp"
 	"github.com/idemkeys/idem/pkg/idem/idemlambda"
+	"github.com/idemkeys/idem/pkg/idem/internal/door"
 	"github.com/idemkeys/idem/pkg/idem/internal/testbed"
 	"github.com/idemkeys/idem/pkg/idemtest"
 )
@@ -204,7 +204,7 @@ var drivers = []doorDriver{
 		return func(c doorCall) answer {
 			r := httptest.NewRequest("POST", "/things/t1", strings.NewReader(c.body))
 			for _, k := range c.keys {
-				r.Header.Add("Idempotency-Key", k)
+				r.Header.Add(idemhttp.HeaderIdempotencyKey, k)
 			}
 			r.Header.Set("X-Scope", "forged")
 			if c.scope != "" { // an authentication middleware in front verified it
@@ -280,7 +280,7 @@ func checkProblem(t *testing.T, status int, contentType string, body []byte) {
 		Type, Title, Detail, Code string
 		Status                    int
 	}
-	if contentType != httpapi.ContentType || json.Unmarshal(body, &p) != nil {
+	if contentType != door.ContentType || json.Unmarshal(body, &p) != nil {
 		t.Fatalf("answer %d is not problem details: %s %q", status, contentType, body)
 	}
 	if p.Code == "" || p.Type != "about:blank" || p.Title != http.StatusText(status) || p.Status != status || p.Detail == "" {

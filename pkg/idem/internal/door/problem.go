@@ -2,87 +2,84 @@ package door
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
 	"time"
 
-	"github.com/idemkeys/idem/internal/httpapi"
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
-// RefusalShape is the shape of a refusal: idemhttp.Refusal, which users
-// return, has it, as httpapi.Refusal, the door's own, does.
-type RefusalShape interface {
-	~struct {
-		StatusCode int
-		Code       string
-		Message    string
-	}
+// Transient is a failure the client should retry under the same key, as
+// the door answers it: Status (503 unless it is a 5xx) with problem
+// details of Code and Retry-After.
+type Transient struct {
+	Status     int
+	RetryAfter time.Duration
+	Code       string
 }
 
-// TransientShape is the shape of a transient failure: idemhttp's
-// TransientError, and httpapi's.
-type TransientShape interface {
-	~struct {
-		StatusCode int
-		RetryAfter time.Duration
-		Code       string
-		Err        error
-	}
+// Errors finds, in a Parse's or a handler's error, the refusal or the
+// transient failure a user returned. Those types are defined where users
+// import them (idemhttp), which imports door, so the doors hand door
+// these readers, which use errors.As on their own types.
+type Errors struct {
+	// Refusal is the refusal in err; found with a nil refusal when err
+	// holds a typed nil refusal, which refuses nothing.
+	Refusal func(err error) (r *Refused, found bool)
+	// Transient is the transient failure in err, or nil.
+	Transient func(err error) *Transient
 }
 
-// errorTypes find, in a Parse's or a handler's error, the refusal or the
-// transient failure a user returned. The types users return are defined
-// where they import them (idemhttp), which imports door: door cannot name
-// them, so NewConfig makes these readers from the types it is given. They
-// find httpapi's types too, which the doors have always taken.
-type errorTypes struct {
-	// refusal is the refusal in err; found with a nil refusal when err
-	// holds a typed nil *Refusal, which refuses nothing.
-	refusal   func(err error) (r *httpapi.Refusal, found bool)
-	transient func(err error) *httpapi.TransientError
+// ContentType is the media type of problem details (RFC 9457).
+const ContentType = "application/problem+json"
+
+// titles are the short, fixed summaries of the codes, for a problem whose
+// type is its own (a ProblemBase); a code not listed has its status's text.
+var titles = map[string]string{
+	"unauthenticated":         "Not authenticated",
+	"idempotency_key_missing": "Idempotency-Key missing",
+	"idempotency_key_invalid": "Idempotency-Key invalid",
+	"idempotency_key_reused":  "Idempotency-Key reused with another request",
+	"request_in_progress":     "Request in progress",
+	"invalid_json":            "Invalid JSON body",
+	"invalid_body":            "Invalid body",
+	"invalid_request":         "Invalid request",
+	"body_too_large":          "Body too large",
+	"result_too_large":        "Result too large to store",
+	"invalid_write":           "Writes cannot be committed",
+	"timeout":                 "Timed out",
+	"internal_error":          "Internal error",
+	"not_found":               "Not found",
+	"route_not_found":         "No such route",
 }
 
-func readRefusal[R RefusalShape, P interface {
-	*R
-	error
-}](err error) (*httpapi.Refusal, bool) {
-	var p P
-	if errors.As(err, &p) {
-		if p == nil {
-			return nil, true
+// problemBody is an RFC 9457 problem details object as the IETF
+// Idempotency-Key draft shows it, plus a stable machine-readable code. Its
+// type is RFC 9457's "about:blank", whose title is the status's text,
+// unless base is set: then base + code, with the code's own title, so
+// that the type URI names a document about the code.
+func problemBody(base string, status int, code, detail string) []byte {
+	typ, title := "about:blank", http.StatusText(status)
+	if base != "" {
+		typ = base + code
+		if t, ok := titles[code]; ok {
+			title = t
 		}
-		r := httpapi.Refusal(*p)
-		return &r, true
 	}
-	var r *httpapi.Refusal
-	found := errors.As(err, &r)
-	return r, found
-}
-
-func readTransient[T TransientShape, P interface {
-	*T
-	error
-}](err error) *httpapi.TransientError {
-	var p P
-	if errors.As(err, &p) && p != nil {
-		t := httpapi.TransientError(*p)
-		return &t
-	}
-	var t *httpapi.TransientError
-	errors.As(err, &t)
-	return t
+	// A map, so that the members come in one order, sorted by name.
+	b, _ := json.Marshal(map[string]any{"type": typ, "title": title, "status": status, "detail": detail, "code": code}) // strings and an int: nothing to fail
+	return b
 }
 
 // problem is a problem details response with a stable code.
 func problem(base string, status int, code, detail, retry string) idem.Response {
-	p := httpapi.NewProblem(status, code, detail).WithBase(base)
-	h := map[string]string{"Content-Type": httpapi.ContentType}
+	h := map[string]string{"Content-Type": ContentType}
 	if retry != "" {
 		h["Retry-After"] = retry
 	}
-	return idem.Response{StatusCode: p.Status, Header: h, Body: p.JSON()}
+	return idem.Response{StatusCode: status, Header: h, Body: problemBody(base, status, code, detail)}
 }
 
 // Problem is the door's problem details response for status, code and
@@ -98,8 +95,8 @@ func (c Config) errorResponse(err error) idem.Response {
 	base := c.ProblemBase
 	var inProgress *idem.InProgressError
 	var unstored interface{ Response() idem.Response }
-	refusal, _ := c.errs.refusal(err)
-	transient := c.errs.transient(err)
+	refusal, _ := c.Errors.Refusal(err)
+	transient := c.Errors.Transient(err)
 	switch {
 	case errors.As(err, &unstored):
 		// The handler's final 5xx or its refusal, or its ConflictFunc's
@@ -117,7 +114,7 @@ func (c Config) errorResponse(err error) idem.Response {
 		return problem(base, http.StatusBadRequest, "idempotency_key_invalid", err.Error(), "")
 	case refusal != nil:
 		// The handler's own refusal: its status, nothing stored.
-		return problem(base, refusal.StatusCode, refusal.Code, refusal.Message, "")
+		return problem(base, refusal.Status, refusal.Code, refusal.Message, "")
 	case errors.Is(err, idem.ErrInvalidScope):
 		// The core's own check of the scope (the door's comes first).
 		return problem(base, http.StatusUnauthorized, "unauthenticated", "no verified identity on this request", "")
@@ -126,7 +123,7 @@ func (c Config) errorResponse(err error) idem.Response {
 		// refused again, so no Retry-After.
 		return problem(base, http.StatusBadRequest, "invalid_body", err.Error(), "")
 	case transient != nil:
-		status := transient.StatusCode
+		status := transient.Status
 		if status < 500 || status > 599 {
 			status = http.StatusServiceUnavailable // a retry's status, whatever was set
 		}

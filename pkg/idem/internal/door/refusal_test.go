@@ -8,6 +8,7 @@ import (
 	"go/parser"
 	"go/token"
 	"maps"
+	"net/http"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -131,8 +132,10 @@ func exportedDoorsOf(t *testing.T, pkg string) []string {
 // notDoors are the handlers exportedDoors finds that are no front door of
 // this test: no caller's identity, header or body to refuse.
 var notDoors = map[string]string{
-	"idemlambda.SQS":         "a queue consumer: the consumer is the scope and the message id the key (idemlambda's consumer tests)",
-	"idemlambda.EventBridge": "an event consumer: the consumer is the scope and the event id the key (idemlambda's consumer tests)",
+	"idemlambda.SQS":            "a queue consumer: the consumer is the scope and the message id the key (idemlambda's consumer tests)",
+	"idemlambda.EventBridge":    "an event consumer: the consumer is the scope and the event id the key (idemlambda's consumer tests)",
+	"idemlambda.Kinesis":        "a stream consumer: the consumer is the scope and the record's id the key (idemlambda's stream tests)",
+	"idemlambda.DynamoDBStream": "a stream consumer: the consumer is the scope and the change's id the key (idemlambda's stream tests)",
 }
 
 // fnEvent is an event as Function gets it in these tests: its key inside,
@@ -205,7 +208,8 @@ var refusals = []refusal{
 	{name: "a body over the limit", c: doorCall{"alice", []string{"n1"}, `"` + strings.Repeat("x", 70<<10) + `"`}, status: 413, code: "body_too_large",
 		fnNA: "Function stores only its event's hash, and Lambda bounds the event"},
 	{name: "bad JSON", c: doorCall{"alice", []string{"n1"}, `{"a":`}, status: 400, code: "invalid_json", fn: idem.ErrInvalidBody},
-	{name: "names the decoder folds into one (a and A)", c: doorCall{"alice", []string{"n1"}, `{"a":1,"A":2}`}, status: 400, code: "invalid_json", fn: idem.ErrInvalidBody},
+	{name: "names the decoder folds into one (a and A)", c: doorCall{"alice", []string{"n1"}, `{"a":1,"A":2}`}, status: 400, code: "invalid_json",
+		fnNA: "Function fingerprints the value Lambda decoded, as the door marshals it: names that differ only in case are a map's two keys (FingerprintValue)"},
 	{name: "the key with another request", c: doorCall{"alice", []string{"k1"}, `{"a":3}`}, status: 422, code: "idempotency_key_reused", reads: true, fn: idem.ErrFingerprintMismatch},
 }
 
@@ -354,6 +358,20 @@ func TestEveryDoorRefusesBeforeWriting(t *testing.T) {
 					})
 				}
 			})
+		}
+	}
+}
+
+// TestAScopeOverTheLimitIs401: a verified identity over MaxScopeLength
+// cannot be a scope: 401 before anything is written, on every HTTP door;
+// one of exactly the limit is served.
+func TestAScopeOverTheLimitIs401(t *testing.T) {
+	for _, d := range drivers {
+		call := d.make(newFake(), func(context.Context, string, string, []byte) (int, string) { return 201, "made" })
+		at := call(doorCall{strings.Repeat("s", idem.MaxScopeLength), []string{"k1"}, `{}`})
+		over := call(doorCall{strings.Repeat("s", idem.MaxScopeLength+1), []string{"k1"}, `{}`})
+		if at.status != 201 || over.status != http.StatusUnauthorized {
+			t.Errorf("%s: %d at the limit, %d over it; want 201 and 401", d.name, at.status, over.status)
 		}
 	}
 }

@@ -1,6 +1,6 @@
 // Package testbed is the fixture of pkg/idem's own tests and of its doors'
-// tests: a Store on DynamoDB Local with a settable clock, its calls
-// counted, beside a business table shaped like the template's OrdersTable.
+// tests, on the public kit (pkg/idemtest): a Store on DynamoDB Local with a
+// settable clock, its calls counted, beside a business table of orders.
 package testbed
 
 import (
@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/pkg/idem"
 	"github.com/idemkeys/idem/pkg/idemtest"
 )
@@ -48,21 +47,38 @@ var NewClock = idemtest.NewClock
 type Fixture struct {
 	T        *testing.T
 	Raw      *dynamodb.Client
-	DB       *dynamotest.Counter // counts the Store's calls
+	DB       *Counter // counts the Store's calls
 	Clock    *Clock
 	Table    string // the idempotency table
-	Business string // a table shaped like OrdersTable for business writes
+	Business string // a table of orders for business writes: hash key scope, range key order_id
 	Store    *idem.Store
 }
 
 func New(t *testing.T, optFns ...func(*idem.Options)) *Fixture {
 	t.Helper()
-	raw := dynamotest.Client(t)
-	f := &Fixture{T: t, Raw: raw, DB: &dynamotest.Counter{API: raw}, Clock: NewClock()}
-	f.Table = dynamotest.Table(t, raw, "IdempotencyTable")
-	f.Business = dynamotest.Table(t, raw, "OrdersTable")
+	raw := idemtest.Client(t)
+	f := &Fixture{T: t, Raw: raw, DB: &Counter{API: raw}, Clock: NewClock()}
+	f.Table = idemtest.Table(t, raw)
+	f.Business = OrdersTable(t, raw)
 	f.Store = f.NewStore(optFns...)
 	return f
+}
+
+// OrdersTable creates a table of orders, items keyed by scope (hash) and
+// order_id (range), as the business writes of these tests expect.
+func OrdersTable(t testing.TB, db *dynamodb.Client) string {
+	t.Helper()
+	return idemtest.CreateTable(t, db, &dynamodb.CreateTableInput{
+		TableName: aws.String("orders"),
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String("scope"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("order_id"), AttributeType: types.ScalarAttributeTypeS},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String("scope"), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String("order_id"), KeyType: types.KeyTypeRange},
+		},
+	})
 }
 
 // NewStore is another holder on the same table and clock: another Lambda.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemkeys/idem/local/faultproxy"
+	"github.com/idemkeys/idem/pkg/idemtest/faultproxy"
 )
 
 // TestAMatchedFaultActsOnItsOperationAlone: a fault with Match acts only on

@@ -7,7 +7,16 @@
 //
 // It is HTTP-aware because the faults that matter are per operation (only
 // TransactWriteItems, say) and some happen after the engine acted, which a
-// TCP-level proxy such as toxiproxy cannot express.
+// TCP-level proxy such as toxiproxy cannot express. Where idemtest.Faults
+// acts on a Store's calls after the SDK's retries, the proxy acts on each
+// attempt on the wire, under the client's own retryer and timeouts: what
+// a test of an SDK configuration needs.
+//
+//	engine, _ := idemtest.Endpoint()
+//	p, _ := faultproxy.New(engine)
+//	srv := httptest.NewServer(p)
+//	db := idemtest.Client(t, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(srv.URL) })
+//	p.Inject(faultproxy.Fault{Op: "TransactWriteItems", Kind: faultproxy.CommitThenDrop})
 package faultproxy
 
 import (

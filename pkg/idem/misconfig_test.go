@@ -5,16 +5,21 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/pkg/idem"
+	"github.com/idemkeys/idem/pkg/idem/idemlambda"
+	"github.com/idemkeys/idem/pkg/idem/internal/testbed"
+	"github.com/idemkeys/idem/pkg/idemtest"
 )
 
 // misfitTable creates a table whose key schema DynamoDB refuses the record
@@ -55,14 +60,14 @@ func misfits(t *testing.T, db *dynamodb.Client) map[string]string {
 // 500), naming the table and the cause, logged once, in one call: no
 // hand-back of a lease never taken, never an unknown outcome.
 func TestATableOfAnotherKeySchemaIsMisconfigured(t *testing.T) {
-	raw := dynamotest.Client(t)
+	raw := idemtest.Client(t)
 	ctx := context.Background()
-	orders := dynamotest.Table(t, raw, "OrdersTable")
+	orders := testbed.OrdersTable(t, raw)
 	for name, table := range misfits(t, raw) {
 		for _, path := range []string{"Do", "DoAtomic", "DoAtomic with writes"} {
 			t.Run(name+" "+path, func(t *testing.T) {
 				var buf bytes.Buffer
-				db := &dynamotest.Counter{API: raw}
+				db := &testbed.Counter{API: raw}
 				metrics := &recorder{}
 				s, err := idem.New(db, table, func(o *idem.Options) {
 					o.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
@@ -115,10 +120,10 @@ func TestATableOfAnotherKeySchemaIsMisconfigured(t *testing.T) {
 // once, each in one call: a refusal is not sent again until a bound runs
 // out.
 func TestReleasesOnATableOfAnotherKeySchemaAreMisconfigured(t *testing.T) {
-	raw := dynamotest.Client(t)
+	raw := idemtest.Client(t)
 	ctx := context.Background()
 	for name, table := range misfits(t, raw) {
-		db := &dynamotest.Counter{API: raw}
+		db := &testbed.Counter{API: raw}
 		s, err := idem.New(db, table)
 		if err != nil {
 			t.Fatal(err)
@@ -158,5 +163,87 @@ func TestABusinessWriteDynamoDBRefusesIsAnInvalidWrite(t *testing.T) {
 				t.Fatalf("calls %v: %d reads", f.DB.Calls(), reads)
 			}
 		})
+	}
+}
+
+// TestAMisconfiguredTableIsADefiniteFailure: a table that does not exist is
+// a definite failure, ErrMisconfigured naming the table, logged with the
+// table and the cause and observed as OutcomeFailed, on Do and DoAtomic
+// alike (every door answers it as a 500 with no Retry-After: the doors'
+// test of the same name).
+func TestAMisconfiguredTableIsADefiniteFailure(t *testing.T) {
+	for _, atomic := range []bool{false, true} {
+		t.Run(fmt.Sprintf("atomic %v", atomic), func(t *testing.T) {
+			var buf bytes.Buffer
+			metrics := &recorder{}
+			s, err := idem.New(idemtest.Client(t), "no-such-table", func(o *idem.Options) {
+				o.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
+				o.Metrics = metrics
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			do := s.Do
+			if atomic {
+				do = s.DoAtomic
+			}
+			_, err = do(context.Background(), req("alice", "k1", `{}`), ok)
+			if !errors.Is(err, idem.ErrMisconfigured) || !strings.Contains(err.Error(), "no-such-table") {
+				t.Fatalf("err %v, want ErrMisconfigured naming the table", err)
+			}
+			if o, _ := metrics.last(); o != idem.OutcomeFailed {
+				t.Fatalf("Metrics saw %q, want %q", o, idem.OutcomeFailed)
+			}
+			if !strings.Contains(buf.String(), "no-such-table") || !strings.Contains(buf.String(), "ResourceNotFoundException") || strings.Contains(buf.String(), "outcome unknown") {
+				t.Fatalf("log %s: want a line naming the table and the cause, never an unknown outcome", buf.String())
+			}
+		})
+	}
+}
+
+// A role that may claim but neither commit nor lapse (a policy without
+// TransactWriteItems and UpdateItem): the commit is refused, which may
+// follow an earlier send that landed, so it is settled; the settling lapse
+// is refused for the table as well. Both refusals are the configuration's,
+// and nothing landed: a definite ErrMisconfigured, never an unknown outcome
+// to wait out.
+func TestACommitAndALapseBothRefusedForTheTableAreMisconfigured(t *testing.T) {
+	f := newFixture(t)
+	fa := &faulty{DynamoDBAPI: f.DB}
+	fa.tx = func(context.Context, *dynamodb.TransactWriteItemsInput) (*dynamodb.TransactWriteItemsOutput, error) {
+		return nil, apiError("AccessDeniedException")
+	}
+	fa.update = func(context.Context, *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
+		return nil, apiError("AccessDeniedException")
+	}
+	s, err := idem.New(fa, f.Table, func(o *idem.Options) { o.Clock = f.Clock.Now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Do(context.Background(), req("alice", "k1", `{}`), f.createOrder("alice", "o1", nil))
+	if !errors.Is(err, idem.ErrMisconfigured) || strings.Contains(err.Error(), "unknown") || f.Order("alice", "o1") != nil {
+		t.Fatalf("err %v, the order written %v; want ErrMisconfigured, definite, nothing written", err, f.Order("alice", "o1") != nil)
+	}
+}
+
+// The work ran (an outside effect, say a charge) and the commit is refused
+// because a business table is missing: a definite 500 misconfigured, the
+// lease lapsed for the retry, and no claim that nothing was done.
+func TestAMissingBusinessTableNeverSaysNothingWasDone(t *testing.T) {
+	f := newFixture(t)
+	var charged atomic.Int32
+	h := idemlambda.HTTPAPI(f.Store, nil, func(ctx context.Context, req idemlambda.Request[events.APIGatewayV2HTTPRequest, struct{}], tx *idem.Tx) (idem.Response, error) {
+		charged.Add(1) // the provider call
+		w := f.OrderPut("alice", "o1", "x")
+		w.Put.TableName = &[]string{"no-such-orders"}[0]
+		tx.Add(w, nil)
+		return idem.Response{StatusCode: 201}, nil
+	})
+	r, _ := h(context.Background(), testbed.APIRequest("alice", map[string]string{"idempotency-key": "k1"}, `{}`))
+	if charged.Load() != 1 || r.StatusCode != 500 || r.Headers["Retry-After"] != "" || !strings.Contains(r.Body, `"code":"misconfigured"`) || strings.Contains(r.Body, "nothing was done") {
+		t.Fatalf("charged %d, answered %d %v %s; want a 500 misconfigured that does not say nothing was done", charged.Load(), r.StatusCode, r.Headers, r.Body)
+	}
+	if rec := f.Record("alice", "k1"); str(rec, "status") != "IN_PROGRESS" || num(rec, "lease_until") != "0" {
+		t.Fatalf("record %v, want the lease lapsed for the retry", rec)
 	}
 }

@@ -93,13 +93,25 @@ func TestEveryWildcardOfAPatternIsPartOfTheRequest(t *testing.T) {
 	}
 }
 
-// A typed nil *Refusal refuses nothing and says so; a Refusal reads as its
-// code and message.
-func TestARefusalReadsAsItsCodeAndMessage(t *testing.T) {
-	if got := (&idemhttp.Refusal{StatusCode: 409, Code: "order_taken", Message: "the order exists"}).Error(); got != "order_taken: the order exists" {
-		t.Errorf("Error() = %q", got)
-	}
-	if got := (*idemhttp.Refusal)(nil).Error(); got != "no refusal" {
-		t.Errorf("a nil Refusal's Error() = %q, want \"no refusal\"", got)
+// Under a subtree pattern (one that ends in "/", "/" itself among them)
+// the path beneath it is part of the request: the key sent to another
+// resource under the same pattern is 422, never the first one's stored
+// answer, and the same path is a replay.
+func TestUnderASubtreePatternThePathIsPartOfTheRequest(t *testing.T) {
+	for _, pattern := range []string{"POST /orders/", "/", "POST /orders/{id}/"} {
+		t.Run(pattern, func(t *testing.T) {
+			f := testbed.New(t)
+			mux := http.NewServeMux()
+			mux.Handle(pattern, echo(f))
+			if rec := send(mux, "/orders/1/cancel", "k1", strings.NewReader("x")); rec.Code != 201 {
+				t.Fatalf("first: %d %q", rec.Code, rec.Body)
+			}
+			if rec := send(mux, "/orders/1/cancel", "k1", strings.NewReader("x")); rec.Code != 201 || rec.Header().Get(idemhttp.HeaderReplayed) != "true" {
+				t.Fatalf("the same path: %d %v, want the replay", rec.Code, rec.Header())
+			}
+			if rec := send(mux, "/orders/1/refund", "k1", strings.NewReader("x")); rec.Code != 422 {
+				t.Fatalf("another path under the pattern: %d %v %q, want 422", rec.Code, rec.Header(), rec.Body)
+			}
+		})
 	}
 }

@@ -2,7 +2,6 @@ package idemhttp_test
 
 import (
 	"context"
-	"crypto/rand"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,9 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/pkg/idem"
 	"github.com/idemkeys/idem/pkg/idem/idemhttp"
+	"github.com/idemkeys/idem/pkg/idemtest"
 )
 
 // TestWrapOnATableOfAnotherKeySchemaIs500: a table whose hash key is not
@@ -22,18 +21,11 @@ import (
 // answers it as the misconfiguration it is, a 500 without Retry-After,
 // never a 503 that says retrying is safe; Do's handler never runs.
 func TestWrapOnATableOfAnotherKeySchemaIs500(t *testing.T) {
-	raw := dynamotest.Client(t)
-	table := "test-misfit-" + strings.ToLower(rand.Text()[:10])
-	if _, err := raw.CreateTable(context.Background(), &dynamodb.CreateTableInput{
-		TableName:            aws.String(table),
+	raw := idemtest.Client(t)
+	table := idemtest.CreateTable(t, raw, &dynamodb.CreateTableInput{
+		TableName:            aws.String("misfit"),
 		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(idem.AttrPK), AttributeType: types.ScalarAttributeTypeN}},
 		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(idem.AttrPK), KeyType: types.KeyTypeHash}},
-		BillingMode:          types.BillingModePayPerRequest,
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = raw.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)}) // best effort: a table left behind costs a test engine only space
 	})
 	store, err := idem.New(raw, table)
 	if err != nil {

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go"
 
-	"github.com/idemkeys/idem/local/dynamotest"
 	"github.com/idemkeys/idem/pkg/idem"
 	"github.com/idemkeys/idem/pkg/idem/idemlambda"
 	"github.com/idemkeys/idem/pkg/idem/internal/testbed"
@@ -48,13 +48,7 @@ var holdings = []holding{
 		// Every call after the claim is refused at once, so the holder
 		// leaves the record as a process killed after its claim does:
 		// claimed under a live lease, never committed nor lapsed.
-		dead := &dynamotest.Counter{API: f.Raw, Before: func(op string) error {
-			if op == "PutItem" {
-				return nil
-			}
-			return &smithy.GenericAPIError{Code: "ValidationException", Message: "process killed"}
-		}}
-		s, err := idem.New(dead, f.Table, func(o *idem.Options) { o.Clock = f.Clock.Now; o.Lease = 10 * time.Second })
+		s, err := idem.New(killedAfterClaim{f.Raw}, f.Table, func(o *idem.Options) { o.Clock = f.Clock.Now; o.Lease = 10 * time.Second })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,6 +58,25 @@ var holdings = []holding{
 		}
 		return func() { f.Clock.Advance(11 * time.Second) }
 	}},
+}
+
+// killedAfterClaim is a holder's client that makes its claim (a PutItem)
+// and refuses every call after it, as the calls of a process killed after
+// its claim never land.
+type killedAfterClaim struct{ idem.DynamoDBAPI }
+
+var errKilled = &smithy.GenericAPIError{Code: "ValidationException", Message: "process killed"}
+
+func (killedAfterClaim) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return nil, errKilled
+}
+
+func (killedAfterClaim) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return nil, errKilled
+}
+
+func (killedAfterClaim) TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	return nil, errKilled
 }
 
 // TestAMessageWhoseKeyIsHeldStaysOnTheQueue: a message whose key another
