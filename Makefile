@@ -8,14 +8,15 @@ LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags='-s -w' -buildvcs=false
 FUNCTIONS    := charge order orderstats
 HOST_ARCH    := $(shell $(GO) env GOARCH)
 
-.PHONY: help test print-fuzz-targets vet vet-fast lint lint-json fuzz soak chaos mutate mutate-protocol mutate-gremlins run demo traces model bench bench-powertools build invoke deps deploy clean sam-local-env
+.PHONY: help check test print-fuzz-targets vet vet-fast lint lint-json fuzz soak chaos mutate mutate-protocol mutate-gremlins run demo traces model bench bench-powertools build invoke deps deploy clean sam-local-env
 
 help:
 	@echo "make run     the whole API on 127.0.0.1:3000: DynamoDB engine, provider simulator, functions under the Lambda RIE"
 	@echo "make demo    a guided walk through the guarantees, against make run's stack"
 	@echo "make traces  [N=2]: make run's requests as traces, a tree each (the last N), from local/.run/traces.jsonl"
 	@echo "make test    vet and every test, on a local engine the tests start themselves; golangci-lint runs beside them"
-	@echo "make vet     gofmt, go vet, golangci-lint (.golangci.yml, on the module and tools/) and cfn-lint template.yaml"
+	@echo "make check   the inner loop: gofmt, go vet and go test -short ./... (the long runs skip, each saying which target runs it)"
+	@echo "make vet     gofmt, go vet, golangci-lint (.golangci.yml) and cfn-lint template.yaml"
 	@echo "make model   the Promela models (the protocol, the client, the queue) with spin, their negative controls and the larger runs make test leaves out"
 	@echo "make bench   every figure of BENCHMARKS.md, into bin/bench/, then its glance table and docs/bench/*.svg from that run (installs Powertools from npm into bin/powertools)"
 	@echo "make bench-powertools   only pkg/idem beside Powertools for AWS Lambda (TypeScript)"
@@ -33,6 +34,15 @@ deps:
 	@local/ensure-dynamodb-local.sh
 	@local/ensure-spin.sh
 
+# The inner loop: gofmt, go vet and the short tier. Under -short the long
+# runs (the chaos campaign, the SAM arm64 build, the whole-stack runs, the
+# models' larger runs, the cost and load measurements) skip, each with a
+# line saying which target runs it; make test runs everything.
+check: deps
+	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) test -short ./...
+
 vet: vet-fast lint
 
 # What make test runs before its tests; golangci-lint runs beside them.
@@ -42,11 +52,9 @@ vet-fast:
 	@command -v cfn-lint >/dev/null || { echo "cfn-lint not found: pip install cfn-lint"; exit 1; }
 	cfn-lint template.yaml
 
-# golangci-lint, pinned in tools/go.mod, with .golangci.yml: on the module,
-# then on tools/, a module of its own.
+# golangci-lint, pinned in tools/go.mod, with .golangci.yml.
 lint:
 	$(GO) tool -modfile=tools/go.mod golangci-lint run ./...
-	$(GO) -C tools tool golangci-lint run ./...
 
 # make lint as the one test ("golangci-lint") of a package "lint", in go
 # test -json's words (test2json), so that make test's summary counts it:
@@ -58,8 +66,7 @@ lint-json:
 	  printf '%s\n' "$$out" | sed 's/^/    /'; \
 	  echo "--- $$r: golangci-lint ($$((SECONDS - s)).00s)"; echo "$$r"; } | $(GO) tool test2json -t -p lint
 
-# Every package's tests (the tools module's too: the bench's chart generator),
-# then the fuzz runs, through local/cmd/testsum: a
+# Every package's tests, then the fuzz runs, through local/cmd/testsum: a
 # line per package as it ends, what failed in full, and one closing line,
 # "N passed, N failed", with "; not run: N fuzz targets" when a failure
 # stopped make test before them (testsum is told FUZZ_TARGETS, and names
@@ -73,7 +80,6 @@ test: deps vet-fast
 	@set -o pipefail; \
 	{ $(MAKE) --no-print-directory -s lint-json >bin/local/lint.json 2>&1 & lint=$$!; \
 	  { $(GO) test -json -count=1 -timeout 15m ./... && \
-	    $(GO) -C tools test -json -count=1 ./... && \
 	    GOFLAGS=-json $(MAKE) --no-print-directory fuzz; }; \
 	  wait $$lint || echo "make lint-json failed:"; cat bin/local/lint.json; } 2>&1 | bin/local/testsum -fuzz "$(FUZZ_TARGETS)"
 
@@ -169,8 +175,7 @@ $(POWERTOOLS): local/bench/powertools/package.json local/bench/powertools/packag
 # Every figure of BENCHMARKS.md, into bin/bench/ (about eleven minutes on two
 # cores), then, from that run alone, the glance table BENCHMARKS.md opens
 # with (in place between its markers, and bin/bench/glance.md) and the
-# charts (docs/bench/*.svg), by tools/benchchart: a module of its own
-# (tools/go.mod), so that gonum stays out of the library's go.mod. The
+# charts (docs/bench/*.svg), by local/cmd/benchchart. The
 # outputs of an earlier run are removed first, and benchchart refuses any
 # older than this run's start, so that nothing it shows is from two runs.
 # Each size below is the run BENCHMARKS.md reports; a smaller one (make
@@ -198,7 +203,7 @@ BENCH_SVG ?= docs/bench
 BENCHCHART := bin/local/benchchart
 bench: deps build $(POWERTOOLS)
 	@mkdir -p bin/bench bin/local && rm -f bin/bench/*.md bin/bench/*.txt bin/bench/*.tmp bin/bench/run.json
-	@$(GO) -C tools test -count=1 ./benchchart && $(GO) -C tools build -o $(CURDIR)/$(BENCHCHART) ./benchchart
+	@$(GO) test -count=1 ./local/cmd/benchchart && $(GO) build -o $(BENCHCHART) ./local/cmd/benchchart
 	@$(BENCHCHART) -start -dir bin/bench -go "$$($(GO) env GOVERSION)" -node "$$(node --version)"
 	@echo "• library overhead in process ($(INPROCESS_COUNT) runs each)"
 	@set -o pipefail; $(GO) test -run '^$$' -bench . -benchmem -count $(INPROCESS_COUNT) -benchtime $(INPROCESS_BENCHTIME) ./pkg/idem ./pkg/idem/idemlambda | tee bin/bench/inprocess.txt

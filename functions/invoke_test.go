@@ -99,6 +99,9 @@ func TestEventFilesUnderTheRuntimeInterfaceEmulator(t *testing.T) {
 	if strings.Join(covered, " ") != strings.Join(present, " ") {
 		t.Fatalf("events/ holds %v, the test covers %v", present, covered)
 	}
+	if testing.Short() {
+		t.Skip("every events/ file through the built functions under the Lambda RIE: make test runs it")
+	}
 
 	bin := bootstraps(t, tpl)
 	emulator, err := rie.Binary(root)

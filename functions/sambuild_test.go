@@ -65,6 +65,9 @@ func copyTree(t *testing.T, src, dst string) {
 // leaves a bootstrap that provided.al2023 on arm64 runs: a static
 // linux/arm64 ELF executable.
 func TestSAMBuildMakesALinuxArm64BootstrapPerFunction(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the SAM build of every function for linux/arm64, about two minutes: make test runs it")
+	}
 	path, tpl := load(t)
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Fatal("make is needed: sam build runs the Makefile's targets")

@@ -33,6 +33,9 @@ func TestEveryFunctionBuildsFromItsMakefileTarget(t *testing.T) {
 			t.Fatalf("%s: the Makefile has no build-%s target (BuildMethod: makefile runs it)", fn.LogicalID, fn.LogicalID)
 		}
 	}
+	if testing.Short() {
+		t.Skip("every function built from its Makefile target, a build of each: make test runs it")
+	}
 	bin := bootstraps(t, tpl)
 	for _, fn := range tpl.Functions {
 		if _, err := os.Stat(fn.Bootstrap(bin)); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,27 +42,59 @@ type resource struct {
 }
 
 // transformed is template.yaml after SAM's transform (TRANSFORM_TEMPLATE
-// names another template, to show these tests red on an older one).
+// names another template, to show these tests red on an older one), made
+// once per test binary: each test reads it, none changes it.
 func transformed(t *testing.T) map[string]resource {
 	t.Helper()
 	path, _ := load(t)
 	if p := os.Getenv("TRANSFORM_TEMPLATE"); p != "" {
 		path = p
 	}
+	transforms.Lock()
+	defer transforms.Unlock()
+	tr, ok := transforms.byPath[path]
+	if !ok {
+		tr = transform(path)
+		transforms.byPath[path] = tr
+	}
+	if tr.skip != "" {
+		t.Skip(tr.skip)
+	}
+	if tr.err != nil {
+		t.Fatal(tr.err)
+	}
+	return tr.resources
+}
+
+// transforms are the templates transformed so far, by path.
+var transforms = struct {
+	sync.Mutex
+	byPath map[string]*transformation
+}{byPath: map[string]*transformation{}}
+
+// transformation is one template after SAM's transform, or why there is
+// none: the translator is not installed (skip), or it refused the template.
+type transformation struct {
+	resources map[string]resource
+	skip      string
+	err       error
+}
+
+func transform(path string) *transformation {
 	if err := exec.Command("python3", "-c", "import samtranslator, cfnlint").Run(); err != nil {
-		t.Skip("aws-sam-translator and cfn-lint are not installed for python3:", err)
+		return &transformation{skip: fmt.Sprint("aws-sam-translator and cfn-lint are not installed for python3: ", err)}
 	}
 	out, err := exec.Command("python3", "-c", translate, path).Output() //nolint:gosec // G702: this test's own script, on the template path the developer named
 	if err != nil {
-		t.Fatalf("SAM transform: %v %s", err, exitStderr(err))
+		return &transformation{err: fmt.Errorf("SAM transform: %w %s", err, exitStderr(err))}
 	}
 	var doc struct {
 		Resources map[string]resource `json:"Resources"`
 	}
 	if err := json.Unmarshal(out, &doc); err != nil {
-		t.Fatal(err)
+		return &transformation{err: err}
 	}
-	return doc.Resources
+	return &transformation{resources: doc.Resources}
 }
 
 func exitStderr(err error) string {

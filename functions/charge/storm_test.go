@@ -17,14 +17,18 @@ import (
 	"github.com/idemkeys/idem/pkg/idem"
 )
 
-// TestRaceStorm sends STORM_OPS logical charges (200 here; make soak sends
-// 1000), each 1 to 5 times: some of the copies at once (a double click),
-// the others as retries after the first answer, 64 workers in all. Then it
+// TestRaceStorm sends STORM_OPS logical charges (200 here, 40 under -short;
+// make soak sends 1000), each 1 to 5 times: some of the copies at once (a
+// double click), the others as retries after the first answer, 64 workers
+// in all. Then it
 // checks, from the tables and the provider: one charge at the provider and
 // one charge record per operation, every answer to a key equal to its first
 // completed answer, and no record left in progress past its lease.
 func TestRaceStorm(t *testing.T) {
 	ops := 200
+	if testing.Short() {
+		ops = 40
+	}
 	if v, err := strconv.Atoi(os.Getenv("STORM_OPS")); err == nil && v > 0 {
 		ops = v
 	}

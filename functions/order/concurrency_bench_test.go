@@ -41,6 +41,9 @@ const engineVersion = "DynamoDB Local 3.3.1"
 // succeeded, no request failed: runLoad's checkGuarantee), never the time.
 // make test runs it small; make bench runs CONCURRENCY_REQUESTS=1200.
 func TestConcurrentInvocations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a concurrency measurement, many invocations in one process: make test runs it small, make bench in full")
+	}
 	n := measure.EnvInt("CONCURRENCY_REQUESTS", 64)
 	warm := warmUp(t, []string{"DoAtomic"}, 32)
 	var report strings.Builder
@@ -92,6 +95,9 @@ func (r *loadResult) achieved() float64 {
 // 0.21 to 3.13 of itself (a pause lands on whichever side's requests are
 // in flight, and moves a round's p50 wholesale).
 func TestLoadFloor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a load measurement beside the bare DynamoDB calls: make test runs it small, make bench in full")
+	}
 	n := measure.EnvInt("LOAD_FLOOR_REQUESTS", 150)
 	clients := measure.EnvInt("LOAD_CLIENTS", 32)
 	rounds := measure.EnvInt("LOAD_ROUNDS", 3)

@@ -41,6 +41,9 @@ import (
 // at LOAD_REQUESTS=10000 with LOAD_SWEEP=1 and writes BENCH_OUT. Throughput
 // is reported as ratios to plain measured in the same rounds, never asserted.
 func TestLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a load measurement, the handler under 32 clients: make test runs it small, make bench in full")
+	}
 	n := measure.EnvInt("LOAD_REQUESTS", 300)
 	clients := measure.EnvInt("LOAD_CLIENTS", 32)
 	rounds := measure.EnvInt("LOAD_ROUNDS", 3)

@@ -3,6 +3,7 @@ package chaos_test
 import (
 	"context"
 	"crypto/rand"
+	"flag"
 	"os"
 	"strconv"
 	"strings"
@@ -15,7 +16,14 @@ import (
 	"github.com/idemkeys/idem/local/template/templatetest"
 )
 
-func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
+// TestMain starts the engine, unless -short, under which the campaign skips.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	os.Exit(dynamotest.Main(m))
+}
 
 // lease is the functions' lease in the campaign: short, so that takeovers
 // come soon, and long enough for a charge on a loaded machine.
@@ -27,7 +35,7 @@ const lease = 2 * time.Second
 // printing the operation's whole history.
 func TestChaos(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the chaos campaign starts the whole stack: not with -short")
+		t.Skip("the chaos campaign through the whole local stack: make test runs a short one, make chaos a long one")
 	}
 	campaign(t, envInt(t, "CHAOS_SEED", 1), int(envInt(t, "CHAOS_OPS", 200)), int(envInt(t, "CHAOS_CLIENTS", 16))) //nolint:gosec // sizes a person typed, far below int's range
 }

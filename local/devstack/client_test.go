@@ -25,6 +25,9 @@ import (
 // and end each case holding the committed response, with exactly one
 // charge at the provider. One stack serves every case.
 func TestClientAgainstTheStack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end, pkg/idemclient against the whole local stack: make test runs it")
+	}
 	s := startStack(t, "client-", devstack.Options{
 		// Long enough that a second request surely finds the first in
 		// progress, and the first's held provider call fits in its lease.

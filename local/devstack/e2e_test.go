@@ -3,6 +3,7 @@ package devstack_test
 import (
 	"context"
 	"crypto/rand"
+	"flag"
 	"os"
 	"strings"
 	"testing"
@@ -14,7 +15,14 @@ import (
 	"github.com/idemkeys/idem/local/template/templatetest"
 )
 
-func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
+// TestMain starts the engine, unless -short, under which every test here starts the stack, and skips.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	os.Exit(dynamotest.Main(m))
+}
 
 // startStack starts a stack for t on the functions built for it, on free
 // ports, its tables under prefix and a random suffix, with o's other
@@ -49,6 +57,9 @@ func tokenFor(t *testing.T, s *devstack.Stack, sub string) string {
 // the provider simulator counting charges. A crash is a SIGKILL of the
 // function's process.
 func TestDemoScenariosEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end, make demo's walk against the whole local stack: make test runs it")
+	}
 	s := startStack(t, "e2e-", devstack.Options{})
 	var out strings.Builder
 	results, err := demo.Run(context.Background(), demo.Target{

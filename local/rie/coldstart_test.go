@@ -30,6 +30,9 @@ import (
 // It asserts only that every start answers; BENCH_OUT receives the table
 // for BENCHMARKS.md.
 func TestColdStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a cold-start measurement, ten starts of each function under the Lambda RIE: make test runs it, make bench writes its table")
+	}
 	tpl, bin, emulator := built(t)
 	endpoint, engine, err := dynamo.Ensure(context.Background(), io.Discard)
 	if err != nil {

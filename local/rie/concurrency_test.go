@@ -50,6 +50,9 @@ const maxConcurrency = 64
 // process. make test runs it small; make bench runs
 // CONCURRENCY_RIE_REQUESTS=1200 and writes BENCH_OUT.
 func TestConcurrentInvocationsUnderTheEmulator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a concurrency measurement under the Lambda RIE: make test runs it small, make bench in full")
+	}
 	n := measure.EnvInt("CONCURRENCY_RIE_REQUESTS", 64)
 	if os.Geteuid() != 0 {
 		t.Skip("the emulator's managed-instances mode needs root (rie.Options.MaxConcurrency: a mount namespace for /var/task, the function run as user 993)")

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/rand"
+	"flag"
 	"net"
 	"os"
 	"os/exec"
@@ -18,7 +19,14 @@ import (
 	"github.com/idemkeys/idem/local/template/templatetest"
 )
 
-func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
+// TestMain starts the engine, unless -short, under which its one test skips.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	os.Exit(dynamotest.Main(m))
+}
 
 // TestStopsCleanlyOnInterruptOrTerminate runs the command as make run does,
 // on the functions built for it and this package's engine, waits for
@@ -27,6 +35,9 @@ func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
 // is a goodbye, it wrote nothing to stderr, and the API no longer answers.
 // Ready, it has said where the functions' traces go.
 func TestStopsCleanlyOnInterruptOrTerminate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end, make run's whole stack started and stopped by a signal: make test runs it")
+	}
 	tpl, bin := templatetest.Built(t)
 	cmd := filepath.Join(t.TempDir(), "run")
 	if out, err := exec.Command("go", "build", "-o", cmd, ".").CombinedOutput(); err != nil {

@@ -21,7 +21,14 @@ import (
 	"github.com/idemkeys/idem/local/template/templatetest"
 )
 
-func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
+// TestMain starts the engine, unless -short, under which its one test that needs it skips.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	os.Exit(dynamotest.Main(m))
+}
 
 var update = flag.Bool("update", false, "write the trace samples of docs/operations.md from this run")
 
@@ -109,6 +116,9 @@ func replayAndTakeover(t *testing.T, s *devstack.Stack) {
 // and commits. The guide's samples are what this run printed, but for
 // durations, ids and times.
 func TestTheOperationsGuideShowsARealReplayAndTakeover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end, a replay and a takeover traced through the whole local stack: make test runs it")
+	}
 	s, prefix := tracedStack(t)
 	replayAndTakeover(t, s)
 	f, err := os.Open(s.TracesFile)

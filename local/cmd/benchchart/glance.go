@@ -184,15 +184,21 @@ func before(s, sep string) string {
 }
 
 // Markers of the glance in BENCHMARKS.md: make bench replaces what lies
-// between them.
+// between them. The opening marker is found by its start (glanceOpen) and
+// written whole, so that a doc whose marker names where this program
+// lived before still takes the glance, and gets today's marker.
 const (
-	glanceBegin = "<!-- glance: make bench writes from here to the closing marker (tools/benchchart); edit tools/benchchart, not this -->"
+	glanceOpen  = "<!-- glance:"
+	glanceBegin = glanceOpen + " make bench writes from here to the closing marker (local/cmd/benchchart); edit local/cmd/benchchart, not this -->"
 	glanceEnd   = "<!-- /glance -->"
 )
 
 // splice puts the glance between doc's markers.
 func splice(doc, glance string) (string, error) {
-	head, rest, ok := strings.Cut(doc, glanceBegin)
+	head, rest, ok := strings.Cut(doc, glanceOpen)
+	if ok {
+		_, rest, ok = strings.Cut(rest, "-->")
+	}
 	if !ok {
 		return "", fmt.Errorf("%w: no line %q to write the glance after", errBench, glanceBegin)
 	}

@@ -318,6 +318,19 @@ func TestRefusesADocWithoutTheMarkers(t *testing.T) {
 	}
 }
 
+// A doc whose opening marker is worded otherwise (it named where this
+// program lived before) still takes the glance, under today's marker.
+func TestSpliceRewritesAnOlderOpeningMarker(t *testing.T) {
+	doc := "# Benchmarks\n" + glanceOpen + " make bench writes here (tools/benchchart) -->\n\nold\n\n" + glanceEnd + "\nrest\n"
+	got, err := splice(doc, "| a |\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "# Benchmarks\n" + glanceBegin + "\n\n| a |\n\n" + glanceEnd + "\nrest\n"; got != want {
+		t.Errorf("splice gave\n%s\nwant\n%s", got, want)
+	}
+}
+
 func TestStartRecordsTheRunAndTheEndIsRecordedOnce(t *testing.T) {
 	dir := t.TempDir()
 	var out, errs bytes.Buffer
