@@ -16,9 +16,15 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/glance.golden.md from testdata/run")
 
-// testdata/run is the make bench run of 2026-12-04 that BENCHMARKS.md's
-// sections reported before the glance existed: its tables as the tests
-// wrote them, and its run.json.
+// testdata/run is the make bench run of 2026-12-04 (its run.json), cut to
+// what benchchart reads, so that the repository's Markdown stays small:
+// the tables, rows and columns the glance and the charts take, and the
+// captions they take a word from; a test fails without any one of them.
+// Two files name the engine, so that one of them naming another is
+// caught. Every cell is the run's figure; what the run wrote after it, a
+// range or the calls by operation ("1.03 (0.93–1.15)", "2 (PutItem 2)"),
+// is kept only on the rows the tests assert, since benchchart reads the
+// figure alone.
 const (
 	engineName  = "DynamoDB Local 3.3.1"
 	machineName = "2 vCPU (Intel Xeon, virtual), 24 GiB, Linux"
