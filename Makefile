@@ -8,7 +8,7 @@ LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags='-s -w' -buildvcs=false
 FUNCTIONS    := charge order orderstats
 HOST_ARCH    := $(shell $(GO) env GOARCH)
 
-.PHONY: help test print-fuzz-targets vet vet-fast lint lint-json fuzz soak chaos mutate mutate-protocol mutate-gremlins run demo traces model bench bench-powertools build invoke deps deploy clean sam-local-env
+.PHONY: help test vet vet-fast lint fuzz soak chaos mutate mutate-protocol mutate-gremlins run demo traces model bench bench-powertools build invoke deps deploy clean sam-local-env
 
 help:
 	@echo "make run     the whole API on 127.0.0.1:3000: DynamoDB engine, provider simulator, functions under the Lambda RIE"
@@ -48,39 +48,22 @@ lint:
 	$(GO) tool -modfile=tools/go.mod golangci-lint run ./...
 	$(GO) -C tools tool golangci-lint run ./...
 
-# make lint as the one test ("golangci-lint") of a package "lint", in go
-# test -json's words (test2json), so that make test's summary counts it:
-# "ok  lint ... golangci-lint", or FAIL with the findings, and in its
-# closing line.
-lint-json:
-	@{ echo "=== RUN   golangci-lint"; s=$$SECONDS; \
-	  if out=$$($(MAKE) --no-print-directory -s lint 2>&1); then r=PASS; else r=FAIL; fi; \
-	  printf '%s\n' "$$out" | sed 's/^/    /'; \
-	  echo "--- $$r: golangci-lint ($$((SECONDS - s)).00s)"; echo "$$r"; } | $(GO) tool test2json -t -p lint
-
-# Every package's tests (the tools module's too: the bench's chart generator),
-# then the fuzz runs, through local/cmd/testsum: a
+# Every package's tests (the tools module's too: the bench's chart
+# generator), then a short run of each fuzz target, with golangci-lint
+# beside them (local/test.sh), under gotestsum (pinned in tools/go.mod): a
 # line per package as it ends, what failed in full, and one closing line,
-# "N passed, N failed", with "; not run: N fuzz targets" when a failure
-# stopped make test before them (testsum is told FUZZ_TARGETS, and names
-# those that never started). The fuzz runs get -json from GOFLAGS (only
-# they: tests that build with go themselves must not). golangci-lint runs
-# beside the tests (a minute or two of CPU with a cold cache, which the
-# tests, waiting on their engines, leave idle): its result comes last, as
-# the package "lint" (lint-json), whatever the tests did.
+# "DONE N tests[, N failures][, N errors] in Ns"; what a failure kept from
+# running, and a lint finding, count as errors there. Exits non-zero when
+# anything failed.
 test: deps vet-fast
-	@$(GO) build -o bin/local/testsum ./local/cmd/testsum
-	@set -o pipefail; \
-	{ $(MAKE) --no-print-directory -s lint-json >bin/local/lint.json 2>&1 & lint=$$!; \
-	  { $(GO) test -json -count=1 -timeout 15m ./... && \
-	    $(GO) -C tools test -json -count=1 ./... && \
-	    GOFLAGS=-json $(MAKE) --no-print-directory fuzz; }; \
-	  wait $$lint || echo "make lint-json failed:"; cat bin/local/lint.json; } 2>&1 | bin/local/testsum -fuzz "$(FUZZ_TARGETS)"
+	@GO="$(GO)" FUZZ_TARGETS="$(FUZZ_TARGETS)" FUZZTIME=$(FUZZTIME) \
+	  $(GO) tool -modfile=tools/go.mod gotestsum --format pkgname --ignore-non-json-output-lines --raw-command -- local/test.sh
 
-# The fuzz targets of make fuzz's loop (package:target), read from it.
-FUZZ_TARGETS = $(shell sed -n '/^fuzz:/,/done/p' Makefile | grep -o '[a-z/]*:Fuzz[A-Za-z0-9]*')
-print-fuzz-targets:
-	@echo $(FUZZ_TARGETS)
+# The fuzz targets, dir:FuzzX with dir under pkg/idem: make fuzz runs each
+# in turn, make test too after every package passed.
+FUZZ_TARGETS := internal/canonjson:FuzzCanonical internal/canonjson:FuzzCanonicalMatchesOld internal/canonjson:FuzzOneFingerprintOneDecoding \
+  internal/door:FuzzParseKey internal/door:FuzzHTTPAPI internal/door:FuzzFunctionURL internal/door:FuzzRESTAPI \
+  internal/door:FuzzALB internal/door:FuzzWrap internal/door:FuzzFunction
 
 # A short run of each fuzz target (package:target); make soak runs them longer.
 # A count, not a duration: Go 1.26's fuzzing coordinator can fail a target
@@ -88,9 +71,7 @@ print-fuzz-targets:
 # machine (golang/go#75804, fixed in Go 1.27); a count has no deadline.
 FUZZTIME ?= 20000x
 fuzz:
-	@for f in internal/canonjson:FuzzCanonical internal/canonjson:FuzzCanonicalMatchesOld internal/canonjson:FuzzOneFingerprintOneDecoding \
-	  internal/door:FuzzParseKey internal/door:FuzzHTTPAPI internal/door:FuzzFunctionURL internal/door:FuzzRESTAPI \
-	  internal/door:FuzzALB internal/door:FuzzWrap internal/door:FuzzFunction; do \
+	@for f in $(FUZZ_TARGETS); do \
 	  echo "• fuzz $${f#*:} for $(FUZZTIME)"; \
 	  $(GO) test -run '^$$' -fuzz "^$${f#*:}$$" -fuzztime $(FUZZTIME) ./pkg/idem/$${f%%:*} || exit 1; \
 	done
