@@ -21,9 +21,9 @@ help:
 	@echo "make bench-powertools   only pkg/idem beside Powertools for AWS Lambda (TypeScript)"
 	@echo "make soak    the race storm at 1000 operations, the largest model runs, the chaos campaign at 5000, and long fuzz runs, a million inputs per target (RELIABILITY.md)"
 	@echo "make chaos   [CHAOS_SEED=1 CHAOS_OPS=1000 CHAOS_CLIENTS=16]: every fault at once through the whole local stack, and a checker over what the world holds afterwards"
-	@echo "make mutate  the mutation run, not part of make test: the protocol mutants (local/mutate/protocol.txt), each killed by a named test or argued equivalent, into bin/mutate/protocol.md; then go-gremlins over pkg/idem, its doors and pkg/idemclient, into bin/mutate/gremlins.md"
+	@echo "make mutate  the mutation run, not part of make test: the protocol mutants (local/mutate/protocol.txt), each killed by a named test or argued equivalent, into bin/mutate/protocol.md; then go-gremlins over pkg/idem, its packages and pkg/idemclient, its reports in bin/mutate/gremlins-*.json"
 	@echo "make mutate-protocol  [MUTANTS=\"fence-token ...\"]: make mutate's protocol mutants alone, or those named"
-	@echo "make mutate-gremlins  [TARGETS=\"idem-protocol idem-core idem-packages idemclient\"]: make mutate's go-gremlins run alone, or over the targets named"
+	@echo "make mutate-gremlins  [TARGETS=\"pkg/idem pkg/idemclient\"] [GREMLINS_EFFICACY=90]: make mutate's go-gremlins run alone, or over the directories named; below that efficacy it fails"
 	@echo "make build   bootstrap binaries: bin/<fn>/bootstrap (host arch) and bin/arm64/<fn>/bootstrap"
 	@echo "make invoke  FN=charge EVENT=events/charge-create.json [TIMES=2]: run a bootstrap under the Lambda RIE against make run's stack"
 	@echo "make sam-local-env  [SAM_HOST=host.docker.internal]: the engine and the simulator for sam local, and local/.run/sam-env.json for --env-vars"
@@ -101,14 +101,12 @@ chaos: deps
 	@cat bin/chaos/seed-$(CHAOS_SEED).md
 	CHAOS_REGRESSIONS=1 $(GO) test -count=1 -timeout 60m -run 'TestChaosRegressions$$' ./local/chaos
 
-# The mutation run (local/cmd/mutate), each half on a scratch copy of the
-# tree with one engine for every mutant's tests: the protocol mutants
-# (local/mutate/protocol.txt), each a change that breaks one guarantee,
-# which the tests must kill; then go-gremlins over the library. The second
-# half runs whatever the first found, and either failing fails make
-# mutate. Each prints its table as it ends. Not part of make test.
+# The mutation run, not part of make test: the protocol mutants
+# (local/mutate/protocol.txt, by local/cmd/mutate), each a change written
+# to break one guarantee with the test named to kill it, on a scratch copy
+# of the tree with one engine for every mutant's tests; then go-gremlins
+# over the library and its client. Either failing fails make mutate.
 MUTANTS ?=
-TARGETS ?=
 mutate:
 	@st=0; $(MAKE) --no-print-directory mutate-protocol || st=1; $(MAKE) --no-print-directory mutate-gremlins || st=1; exit $$st
 
@@ -116,9 +114,26 @@ mutate-protocol: deps
 	@$(GO) build -o bin/local/mutate ./local/cmd/mutate && rm -f bin/mutate/protocol.md
 	@bin/local/mutate protocol $(MUTANTS); st=$$?; cat bin/mutate/protocol.md 2>/dev/null; exit $$st
 
+# go-gremlins (pinned in tools/go.mod) over each of TARGETS and the
+# packages below it (not the model's Promela harness nor the tests' shared
+# fixture), with its own report (bin/mutate/gremlins-<target>.json) and its
+# own gate: an efficacy (killed over killed plus lived) under
+# GREMLINS_EFFICACY percent fails it. The tests run with -short and without
+# the examples (an example creates its tables under fixed names, which
+# every mutant's run after the first would find), and -count=1 (go-gremlins
+# bounds each mutant's run by the coverage run's time, which a cached run
+# would make nothing); what only a long run or an example kills lives, so
+# the figure is a lower bound.
+TARGETS ?= pkg/idem pkg/idemclient
+GREMLINS_EFFICACY ?= 90
+GREMLINS_WORKERS ?= 3
 mutate-gremlins: deps
-	@$(GO) build -o bin/local/mutate ./local/cmd/mutate && rm -f bin/mutate/gremlins.md
-	@bin/local/mutate gremlins $(TARGETS); st=$$?; cat bin/mutate/gremlins.md 2>/dev/null; exit $$st
+	@mkdir -p bin/mutate; st=0; for d in $(TARGETS); do \
+	  echo "• go-gremlins over $$d"; \
+	  env -u GREMLINS_CONFIG GOFLAGS='-short -count=1 -run=^(Test|Fuzz)' $(GO) tool -modfile=tools/go.mod gremlins unleash \
+	    --workers $(GREMLINS_WORKERS) --timeout-coefficient 3 --threshold-efficacy $(GREMLINS_EFFICACY) \
+	    -o bin/mutate/gremlins-$$(echo $$d | tr / -).json -E '^model/' -E '^internal/testbed/' ./$$d || st=1; \
+	done; exit $$st
 
 # Built, then run as make's own child (not under go run, which would answer
 # an interrupt with exit status 1): Ctrl-C or SIGTERM stops the stack, and
@@ -148,7 +163,10 @@ $(POWERTOOLS): local/bench/powertools/package.json local/bench/powertools/packag
 	@touch $@
 
 # Every figure of BENCHMARKS.md, into bin/bench/ (about eleven minutes on two
-# cores), then, from that run alone, the glance table BENCHMARKS.md opens
+# cores); where a benchmark is compared with another (the library with its
+# floor, tracing on with tracing off), benchstat (pinned in tools/go.mod)
+# prints the comparison from the samples (bin/bench/*-benchstat.txt); then,
+# from that run alone, the glance table BENCHMARKS.md opens
 # with (in place between its markers, and bin/bench/glance.md) and the
 # charts (docs/bench/*.svg), by tools/benchchart: a module of its own
 # (tools/go.mod), so that gonum stays out of the library's go.mod. The
