@@ -189,6 +189,10 @@ TRACE_REQUESTS ?= 100
 CONCURRENCY_REQUESTS ?= 1200
 CONCURRENCY_RIE_REQUESTS ?= 1200
 INPROCESS_COUNT ?= 6
+# Runs of each in-process benchmark, tracing on and off, that benchstat
+# compares (it gives a confidence interval from 6 on).
+TRACE_COUNT ?= 6
+BENCHSTAT := $(GO) tool -modfile=tools/go.mod benchstat
 INPROCESS_BENCHTIME ?= 1s
 # Where the glance and the charts go: a trial run may send them elsewhere
 # (BENCH_DOC= BENCH_SVG=bin/bench/svg), leaving the committed ones alone.
@@ -205,9 +209,13 @@ bench: deps build $(POWERTOOLS)
 	@set -o pipefail; { echo "Engine: DynamoDB Local 3.3.1 (calls asserted, capacity by DynamoDB's rules)."; echo; \
 	  $(GO) test -count=1 -run 'TestCostPerRequest$$' -v ./pkg/idem | grep '^ *|' | sed 's/^ *//'; } | tee bin/bench/cost.md
 	@echo "• the library beside its floor: the same DynamoDB calls made bare"
-	FLOOR_REQUESTS=$(FLOOR_REQUESTS) FLOOR_ROUNDS=$(FLOOR_ROUNDS) BENCH_OUT=$(CURDIR)/bin/bench/floor.md $(GO) test -count=1 -timeout 15m -run 'TestFloor$$' ./pkg/idem
+	FLOOR_REQUESTS=$(FLOOR_REQUESTS) FLOOR_ROUNDS=$(FLOOR_ROUNDS) BENCH_OUT=$(CURDIR)/bin/bench/floor.md BENCH_RAW=$(CURDIR)/bin/bench/floor.txt $(GO) test -count=1 -timeout 15m -run 'TestFloor$$' ./pkg/idem
+	@set -o pipefail; $(BENCHSTAT) -col /side bin/bench/floor.txt | tee bin/bench/floor-benchstat.txt
 	@echo "• tracing on: each path with every call traced beside it untraced"
 	TRACE_ROUNDS=$(TRACE_ROUNDS) TRACE_REQUESTS=$(TRACE_REQUESTS) BENCH_OUT=$(CURDIR)/bin/bench/tracing.md $(GO) test -count=1 -run 'TestTracingCost$$' ./pkg/idem
+	@set -o pipefail; $(GO) test -run '^$$' -bench '^Benchmark(FirstRequest|Replay|FirstRequestAtomic)(Traced)?$$' -benchmem -count $(TRACE_COUNT) ./pkg/idem \
+	  | sed -E 's/^(Benchmark(FirstRequest|Replay|FirstRequestAtomic))Traced(-[0-9]+)?([[:space:]])/\1\/tracing=on\3\4/; t; s/^(Benchmark(FirstRequest|Replay|FirstRequestAtomic))(-[0-9]+)?([[:space:]])/\1\/tracing=off\3\4/' > bin/bench/tracing.txt
+	@set -o pipefail; $(BENCHSTAT) -col /tracing bin/bench/tracing.txt | tee bin/bench/tracing-benchstat.txt
 	@echo "• replays from the execution environment's cache"
 	CACHE_REPLAYS=$(CACHE_REPLAYS) BENCH_OUT=$(CURDIR)/bin/bench/cache.md $(GO) test -count=1 -run 'TestCacheReplayCost$$' ./pkg/idem
 	@echo "• cold start and size"
