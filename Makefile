@@ -57,7 +57,7 @@ lint:
 # anything failed.
 test: deps vet-fast
 	@GO="$(GO)" FUZZ_TARGETS="$(FUZZ_TARGETS)" FUZZTIME=$(FUZZTIME) \
-	  $(GO) tool -modfile=tools/go.mod gotestsum --format pkgname --ignore-non-json-output-lines --raw-command -- local/test.sh
+	  $(GO) tool -modfile=tools/go.mod gotestsum --format pkgname --hide-summary=skipped --ignore-non-json-output-lines --raw-command -- local/test.sh
 
 # The fuzz targets, dir:FuzzX with dir under pkg/idem: make fuzz runs each
 # in turn, make test too after every package passed.
