@@ -8,7 +8,7 @@ LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags='-s -w' -buildvcs=false
 FUNCTIONS    := charge order orderstats
 HOST_ARCH    := $(shell $(GO) env GOARCH)
 
-.PHONY: help check test print-fuzz-targets vet vet-fast lint lint-json fuzz soak chaos mutate mutate-protocol mutate-gremlins run demo traces model bench bench-powertools build invoke deps deploy clean sam-local-env
+.PHONY: help check test vet vet-fast lint fuzz soak chaos mutate mutate-protocol mutate-gremlins run demo traces model bench bench-powertools build invoke deps deploy clean sam-local-env
 
 help:
 	@echo "make run     the whole API on 127.0.0.1:3000: DynamoDB engine, provider simulator, functions under the Lambda RIE"
@@ -22,9 +22,9 @@ help:
 	@echo "make bench-powertools   only pkg/idem beside Powertools for AWS Lambda (TypeScript)"
 	@echo "make soak    the race storm at 1000 operations, the largest model runs, the chaos campaign at 5000, and long fuzz runs, a million inputs per target (RELIABILITY.md)"
 	@echo "make chaos   [CHAOS_SEED=1 CHAOS_OPS=1000 CHAOS_CLIENTS=16]: every fault at once through the whole local stack, and a checker over what the world holds afterwards"
-	@echo "make mutate  the mutation run, not part of make test: the protocol mutants (local/mutate/protocol.txt), each killed by a named test or argued equivalent, into bin/mutate/protocol.md; then go-gremlins over pkg/idem, its doors and pkg/idemclient, into bin/mutate/gremlins.md"
+	@echo "make mutate  the mutation run, not part of make test: the protocol mutants (local/mutate/protocol.txt), each killed by a named test or argued equivalent, into bin/mutate/protocol.md; then go-gremlins over pkg/idem, its packages and pkg/idemclient, its reports in bin/mutate/gremlins-*.json"
 	@echo "make mutate-protocol  [MUTANTS=\"fence-token ...\"]: make mutate's protocol mutants alone, or those named"
-	@echo "make mutate-gremlins  [TARGETS=\"idem-protocol idem-core idem-packages idemclient\"]: make mutate's go-gremlins run alone, or over the targets named"
+	@echo "make mutate-gremlins  [TARGETS=\"pkg/idem pkg/idemclient\"] [GREMLINS_EFFICACY=90]: make mutate's go-gremlins run alone, or over the directories named; below that efficacy it fails"
 	@echo "make build   bootstrap binaries: bin/<fn>/bootstrap (host arch) and bin/arm64/<fn>/bootstrap"
 	@echo "make invoke  FN=charge EVENT=events/charge-create.json [TIMES=2]: run a bootstrap under the Lambda RIE against make run's stack"
 	@echo "make sam-local-env  [SAM_HOST=host.docker.internal]: the engine and the simulator for sam local, and local/.run/sam-env.json for --env-vars"
@@ -56,37 +56,21 @@ vet-fast:
 lint:
 	$(GO) tool -modfile=tools/go.mod golangci-lint run ./...
 
-# make lint as the one test ("golangci-lint") of a package "lint", in go
-# test -json's words (test2json), so that make test's summary counts it:
-# "ok  lint ... golangci-lint", or FAIL with the findings, and in its
-# closing line.
-lint-json:
-	@{ echo "=== RUN   golangci-lint"; s=$$SECONDS; \
-	  if out=$$($(MAKE) --no-print-directory -s lint 2>&1); then r=PASS; else r=FAIL; fi; \
-	  printf '%s\n' "$$out" | sed 's/^/    /'; \
-	  echo "--- $$r: golangci-lint ($$((SECONDS - s)).00s)"; echo "$$r"; } | $(GO) tool test2json -t -p lint
-
-# Every package's tests, then the fuzz runs, through local/cmd/testsum: a
+# Every package's tests, then a short run of each fuzz target, with golangci-lint
+# beside them (local/test.sh), under gotestsum (pinned in tools/go.mod): a
 # line per package as it ends, what failed in full, and one closing line,
-# "N passed, N failed", with "; not run: N fuzz targets" when a failure
-# stopped make test before them (testsum is told FUZZ_TARGETS, and names
-# those that never started). The fuzz runs get -json from GOFLAGS (only
-# they: tests that build with go themselves must not). golangci-lint runs
-# beside the tests (a minute or two of CPU with a cold cache, which the
-# tests, waiting on their engines, leave idle): its result comes last, as
-# the package "lint" (lint-json), whatever the tests did.
+# "DONE N tests[, N failures][, N errors] in Ns"; what a failure kept from
+# running, and a lint finding, count as errors there. Exits non-zero when
+# anything failed.
 test: deps vet-fast
-	@$(GO) build -o bin/local/testsum ./local/cmd/testsum
-	@set -o pipefail; \
-	{ $(MAKE) --no-print-directory -s lint-json >bin/local/lint.json 2>&1 & lint=$$!; \
-	  { $(GO) test -json -count=1 -timeout 15m ./... && \
-	    GOFLAGS=-json $(MAKE) --no-print-directory fuzz; }; \
-	  wait $$lint || echo "make lint-json failed:"; cat bin/local/lint.json; } 2>&1 | bin/local/testsum -fuzz "$(FUZZ_TARGETS)"
+	@GO="$(GO)" FUZZ_TARGETS="$(FUZZ_TARGETS)" FUZZTIME=$(FUZZTIME) \
+	  $(GO) tool -modfile=tools/go.mod gotestsum --format pkgname --hide-summary=skipped --ignore-non-json-output-lines --raw-command -- local/test.sh
 
-# The fuzz targets of make fuzz's loop (package:target), read from it.
-FUZZ_TARGETS = $(shell sed -n '/^fuzz:/,/done/p' Makefile | grep -o '[a-z/]*:Fuzz[A-Za-z0-9]*')
-print-fuzz-targets:
-	@echo $(FUZZ_TARGETS)
+# The fuzz targets, dir:FuzzX with dir under pkg/idem: make fuzz runs each
+# in turn, make test too after every package passed.
+FUZZ_TARGETS := internal/canonjson:FuzzCanonical internal/canonjson:FuzzCanonicalMatchesOld internal/canonjson:FuzzOneFingerprintOneDecoding \
+  internal/door:FuzzParseKey internal/door:FuzzHTTPAPI internal/door:FuzzFunctionURL internal/door:FuzzRESTAPI \
+  internal/door:FuzzALB internal/door:FuzzWrap internal/door:FuzzFunction
 
 # A short run of each fuzz target (package:target); make soak runs them longer.
 # A count, not a duration: Go 1.26's fuzzing coordinator can fail a target
@@ -94,9 +78,7 @@ print-fuzz-targets:
 # machine (golang/go#75804, fixed in Go 1.27); a count has no deadline.
 FUZZTIME ?= 20000x
 fuzz:
-	@for f in internal/canonjson:FuzzCanonical internal/canonjson:FuzzCanonicalMatchesOld internal/canonjson:FuzzOneFingerprintOneDecoding \
-	  internal/door:FuzzParseKey internal/door:FuzzHTTPAPI internal/door:FuzzFunctionURL internal/door:FuzzRESTAPI \
-	  internal/door:FuzzALB internal/door:FuzzWrap internal/door:FuzzFunction; do \
+	@for f in $(FUZZ_TARGETS); do \
 	  echo "• fuzz $${f#*:} for $(FUZZTIME)"; \
 	  $(GO) test -run '^$$' -fuzz "^$${f#*:}$$" -fuzztime $(FUZZTIME) ./pkg/idem/$${f%%:*} || exit 1; \
 	done
@@ -126,14 +108,12 @@ chaos: deps
 	@cat bin/chaos/seed-$(CHAOS_SEED).md
 	CHAOS_REGRESSIONS=1 $(GO) test -count=1 -timeout 60m -run 'TestChaosRegressions$$' ./local/chaos
 
-# The mutation run (local/cmd/mutate), each half on a scratch copy of the
-# tree with one engine for every mutant's tests: the protocol mutants
-# (local/mutate/protocol.txt), each a change that breaks one guarantee,
-# which the tests must kill; then go-gremlins over the library. The second
-# half runs whatever the first found, and either failing fails make
-# mutate. Each prints its table as it ends. Not part of make test.
+# The mutation run, not part of make test: the protocol mutants
+# (local/mutate/protocol.txt, by local/cmd/mutate), each a change written
+# to break one guarantee with the test named to kill it, on a scratch copy
+# of the tree with one engine for every mutant's tests; then go-gremlins
+# over the library and its client. Either failing fails make mutate.
 MUTANTS ?=
-TARGETS ?=
 mutate:
 	@st=0; $(MAKE) --no-print-directory mutate-protocol || st=1; $(MAKE) --no-print-directory mutate-gremlins || st=1; exit $$st
 
@@ -141,9 +121,26 @@ mutate-protocol: deps
 	@$(GO) build -o bin/local/mutate ./local/cmd/mutate && rm -f bin/mutate/protocol.md
 	@bin/local/mutate protocol $(MUTANTS); st=$$?; cat bin/mutate/protocol.md 2>/dev/null; exit $$st
 
+# go-gremlins (pinned in tools/go.mod) over each of TARGETS and the
+# packages below it (not the model's Promela harness nor the tests' shared
+# fixture), with its own report (bin/mutate/gremlins-<target>.json) and its
+# own gate: an efficacy (killed over killed plus lived) under
+# GREMLINS_EFFICACY percent fails it. The tests run with -short and without
+# the examples (an example creates its tables under fixed names, which
+# every mutant's run after the first would find), and -count=1 (go-gremlins
+# bounds each mutant's run by the coverage run's time, which a cached run
+# would make nothing); what only a long run or an example kills lives, so
+# the figure is a lower bound.
+TARGETS ?= pkg/idem pkg/idemclient
+GREMLINS_EFFICACY ?= 90
+GREMLINS_WORKERS ?= 3
 mutate-gremlins: deps
-	@$(GO) build -o bin/local/mutate ./local/cmd/mutate && rm -f bin/mutate/gremlins.md
-	@bin/local/mutate gremlins $(TARGETS); st=$$?; cat bin/mutate/gremlins.md 2>/dev/null; exit $$st
+	@mkdir -p bin/mutate; st=0; for d in $(TARGETS); do \
+	  echo "• go-gremlins over $$d"; \
+	  env -u GREMLINS_CONFIG GOFLAGS='-short -count=1 -run=^(Test|Fuzz)' $(GO) tool -modfile=tools/go.mod gremlins unleash \
+	    --workers $(GREMLINS_WORKERS) --timeout-coefficient 3 --threshold-efficacy $(GREMLINS_EFFICACY) \
+	    -o bin/mutate/gremlins-$$(echo $$d | tr / -).json -E '^model/' -E '^internal/testbed/' ./$$d || st=1; \
+	done; exit $$st
 
 # Built, then run as make's own child (not under go run, which would answer
 # an interrupt with exit status 1): Ctrl-C or SIGTERM stops the stack, and
@@ -173,7 +170,10 @@ $(POWERTOOLS): local/bench/powertools/package.json local/bench/powertools/packag
 	@touch $@
 
 # Every figure of BENCHMARKS.md, into bin/bench/ (about eleven minutes on two
-# cores), then, from that run alone, the glance table BENCHMARKS.md opens
+# cores); where a benchmark is compared with another (the library with its
+# floor, tracing on with tracing off), benchstat (pinned in tools/go.mod)
+# prints the comparison from the samples (bin/bench/*-benchstat.txt); then,
+# from that run alone, the glance table BENCHMARKS.md opens
 # with (in place between its markers, and bin/bench/glance.md) and the
 # charts (docs/bench/*.svg), by local/cmd/benchchart. The
 # outputs of an earlier run are removed first, and benchchart refuses any
@@ -195,6 +195,10 @@ TRACE_REQUESTS ?= 100
 CONCURRENCY_REQUESTS ?= 1200
 CONCURRENCY_RIE_REQUESTS ?= 1200
 INPROCESS_COUNT ?= 6
+# Runs of each in-process benchmark, tracing on and off, that benchstat
+# compares (it gives a confidence interval from 6 on).
+TRACE_COUNT ?= 6
+BENCHSTAT := $(GO) tool -modfile=tools/go.mod benchstat
 INPROCESS_BENCHTIME ?= 1s
 # Where the glance and the charts go: a trial run may send them elsewhere
 # (BENCH_DOC= BENCH_SVG=bin/bench/svg), leaving the committed ones alone.
@@ -211,9 +215,13 @@ bench: deps build $(POWERTOOLS)
 	@set -o pipefail; { echo "Engine: DynamoDB Local 3.3.1 (calls asserted, capacity by DynamoDB's rules)."; echo; \
 	  $(GO) test -count=1 -run 'TestCostPerRequest$$' -v ./pkg/idem | grep '^ *|' | sed 's/^ *//'; } | tee bin/bench/cost.md
 	@echo "• the library beside its floor: the same DynamoDB calls made bare"
-	FLOOR_REQUESTS=$(FLOOR_REQUESTS) FLOOR_ROUNDS=$(FLOOR_ROUNDS) BENCH_OUT=$(CURDIR)/bin/bench/floor.md $(GO) test -count=1 -timeout 15m -run 'TestFloor$$' ./pkg/idem
+	FLOOR_REQUESTS=$(FLOOR_REQUESTS) FLOOR_ROUNDS=$(FLOOR_ROUNDS) BENCH_OUT=$(CURDIR)/bin/bench/floor.md BENCH_RAW=$(CURDIR)/bin/bench/floor.txt $(GO) test -count=1 -timeout 15m -run 'TestFloor$$' ./pkg/idem
+	@set -o pipefail; $(BENCHSTAT) -col /side bin/bench/floor.txt | tee bin/bench/floor-benchstat.txt
 	@echo "• tracing on: each path with every call traced beside it untraced"
 	TRACE_ROUNDS=$(TRACE_ROUNDS) TRACE_REQUESTS=$(TRACE_REQUESTS) BENCH_OUT=$(CURDIR)/bin/bench/tracing.md $(GO) test -count=1 -run 'TestTracingCost$$' ./pkg/idem
+	@set -o pipefail; $(GO) test -run '^$$' -bench '^Benchmark(FirstRequest|Replay|FirstRequestAtomic)(Traced)?$$' -benchmem -count $(TRACE_COUNT) ./pkg/idem \
+	  | sed -E 's/^(Benchmark(FirstRequest|Replay|FirstRequestAtomic))Traced(-[0-9]+)?([[:space:]])/\1\/tracing=on\3\4/; t; s/^(Benchmark(FirstRequest|Replay|FirstRequestAtomic))(-[0-9]+)?([[:space:]])/\1\/tracing=off\3\4/' > bin/bench/tracing.txt
+	@set -o pipefail; $(BENCHSTAT) -col /tracing bin/bench/tracing.txt | tee bin/bench/tracing-benchstat.txt
 	@echo "• replays from the execution environment's cache"
 	CACHE_REPLAYS=$(CACHE_REPLAYS) BENCH_OUT=$(CURDIR)/bin/bench/cache.md $(GO) test -count=1 -run 'TestCacheReplayCost$$' ./pkg/idem
 	@echo "• cold start and size"

@@ -74,12 +74,11 @@ func operations(doc node) map[string]node {
 
 // TestOpenAPIDescribesEveryRouteOfTheTemplate holds openapi.yaml's paths to
 // template.yaml's HttpApi routes, one operation per route and no other, and
-// the Idempotency-Key header to the POST routes, which take one.
+// the Idempotency-Key header to the POST routes, which take one. That the
+// document is valid OpenAPI 3.1, and that the API's answers are what it
+// says, is local/contract's validator's to hold.
 func TestOpenAPIDescribesEveryRouteOfTheTemplate(t *testing.T) {
 	doc := openAPI(t)
-	if doc["openapi"] != "3.1.0" {
-		t.Errorf("openapi: %v, want 3.1.0", doc["openapi"])
-	}
 	tpl, err := template.Load(filepath.Join(projectRoot(t), "template.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -106,13 +105,6 @@ func TestOpenAPIDescribesEveryRouteOfTheTemplate(t *testing.T) {
 		if want := strings.HasPrefix(key, "POST "); hasKey != want {
 			t.Errorf("%s: Idempotency-Key parameter %v, want %v", key, hasKey, want)
 		}
-		if _, ok := op["responses"].(node); !ok {
-			t.Errorf("%s: no responses", key)
-		}
-	}
-	scheme := resolve(t, doc, doc["components"].(node)["securitySchemes"].(node)["jwt"])
-	if scheme["type"] != "http" || scheme["scheme"] != "bearer" || scheme["bearerFormat"] != "JWT" {
-		t.Errorf("security scheme jwt: %v, want an HTTP bearer JWT", scheme)
 	}
 }
 

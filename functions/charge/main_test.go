@@ -103,9 +103,9 @@ func newFixture(t *testing.T, storeOpts ...func(*idem.Options)) *fixture {
 	return f
 }
 
-func (f *fixture) call(method, path, sub, key, body string, extra ...string) events.APIGatewayV2HTTPResponse {
+func (f *fixture) call(method, path, sub, key, body string) events.APIGatewayV2HTTPResponse {
 	f.T.Helper()
-	return f.Call(method, path, sub, key, body, extra...)
+	return f.Send(method, path, sub, key, body)
 }
 
 // event is the payload 2.0 event Call would send.
@@ -328,7 +328,7 @@ func TestBadRequestsWriteNothing(t *testing.T) {
 
 func TestChargesAreScopedToTheCaller(t *testing.T) {
 	f := newFixture(t)
-	created := f.call("POST", "/charges", "alice", "k-1", visa, "X-Scope", "bob", "X-Tenant-Id", "bob")
+	created := f.Call(context.Background(), apitest.Request{Method: "POST", Path: "/charges", Sub: "alice", Key: "k-1", Body: visa, Header: map[string]string{"X-Scope": "bob", "X-Tenant-Id": "bob"}})
 	var ch charge
 	if err := json.Unmarshal([]byte(created.Body), &ch); err != nil {
 		t.Fatalf("create = %s: %v", created.Body, err)

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/idemkeys/idem/functions/internal/apitest"
 )
 
 // Amounts and currencies as the provider documents them: minor units,
@@ -108,7 +111,7 @@ func TestMetadataPastTheProvidersLimitsIsRefusedFirst(t *testing.T) {
 func TestABodyNotDeclaredJSONIsHeldToJSONsCanonicalForm(t *testing.T) {
 	f := newFixture(t)
 	folded := `{"amount":1050,"AMOUNT":99999,"currency":"usd","payment_method":"pm_card_visa"}`
-	resp := f.call("POST", "/charges", "alice", "k-1", folded, "Content-Type", "text/plain")
+	resp := f.Call(context.Background(), apitest.Request{Method: "POST", Path: "/charges", Sub: "alice", Key: "k-1", Body: folded, Header: map[string]string{"Content-Type": "text/plain"}})
 	if resp.StatusCode != 400 || errorCode(t, resp) != "invalid_json" {
 		t.Fatalf("got %d %s, want 400 invalid_json", resp.StatusCode, resp.Body)
 	}

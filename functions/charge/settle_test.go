@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkeys/idem/functions/internal/apitest"
 	"github.com/idemkeys/idem/local/provider"
 	"github.com/idemkeys/idem/pkg/idem"
 	"github.com/idemkeys/idem/pkg/idem/idemlambda"
@@ -146,11 +148,13 @@ func TestSameRequestAfterTheRecordExpiredGetsItsCharge(t *testing.T) {
 // decode is refused before anything is written.
 func TestBase64BodyIsDecodedAndUndecodableRefused(t *testing.T) {
 	f := newFixture(t)
-	first := f.call("POST", "/charges", "alice", "k-1", visa, "Content-Type", "application/octet-stream")
+	binary := apitest.Request{Method: "POST", Path: "/charges", Sub: "alice", Key: "k-1", Body: visa, Header: map[string]string{"Content-Type": "application/octet-stream"},
+		Outside: "a content type API Gateway treats as binary, which openapi.yaml does not describe"}
+	first := f.Call(context.Background(), binary)
 	if first.StatusCode != 201 {
 		t.Fatalf("base64 body = %d %s, want 201", first.StatusCode, first.Body)
 	}
-	if again := f.call("POST", "/charges", "alice", "k-1", visa, "Content-Type", "application/octet-stream"); again.Body != first.Body || again.Headers[idemlambda.HeaderReplayed] != "true" {
+	if again := f.Call(context.Background(), binary); again.Body != first.Body || again.Headers[idemlambda.HeaderReplayed] != "true" {
 		t.Fatalf("its retry = %d %s, want the replay", again.StatusCode, again.Body)
 	}
 	items := f.items()

@@ -74,11 +74,11 @@ func orderID(t *testing.T, resp events.APIGatewayV2HTTPResponse) string {
 
 func TestCreateOrderOncePerKey(t *testing.T) {
 	f := newFixture(t)
-	first := f.Call("POST", "/orders", "alice", "k-1", tea)
+	first := f.Send("POST", "/orders", "alice", "k-1", tea)
 	if first.StatusCode != 201 {
 		t.Fatalf("first = %d %s", first.StatusCode, first.Body)
 	}
-	again := f.Call("POST", "/orders", "alice", "k-1", tea)
+	again := f.Send("POST", "/orders", "alice", "k-1", tea)
 	if again.StatusCode != 201 || again.Body != first.Body || again.Headers[idemlambda.HeaderReplayed] != "true" {
 		t.Fatalf("replay = %d %s", again.StatusCode, again.Body)
 	}
@@ -86,13 +86,13 @@ func TestCreateOrderOncePerKey(t *testing.T) {
 		t.Fatalf("%d orders, want 1", n)
 	}
 	id := orderID(t, first)
-	if got := f.Call("GET", "/orders/"+id, "alice", "", ""); got.StatusCode != 200 || orderID(t, got) != id {
+	if got := f.Send("GET", "/orders/"+id, "alice", "", ""); got.StatusCode != 200 || orderID(t, got) != id {
 		t.Fatalf("GET = %d %s", got.StatusCode, got.Body)
 	}
-	if got := f.Call("GET", "/orders/"+id, "bob", "", ""); got.StatusCode != 404 {
+	if got := f.Send("GET", "/orders/"+id, "bob", "", ""); got.StatusCode != 404 {
 		t.Fatalf("GET as another caller = %d, want 404", got.StatusCode)
 	}
-	if other := f.Call("POST", "/orders", "alice", "k-1", `{"items":[{"sku":"tea","quantity":3}]}`); other.StatusCode != 422 {
+	if other := f.Send("POST", "/orders", "alice", "k-1", `{"items":[{"sku":"tea","quantity":3}]}`); other.StatusCode != 422 {
 		t.Fatalf("same key, other body = %d, want 422", other.StatusCode)
 	}
 }
@@ -101,12 +101,12 @@ func TestFastPathCreatesAnOrderInOneCall(t *testing.T) {
 	for _, fast := range []bool{false, true} {
 		f := newFixture(t, fast)
 		want := map[bool]int{false: 2, true: 1}[fast]
-		first := f.Call("POST", "/orders", "alice", "k-1", tea)
+		first := f.Send("POST", "/orders", "alice", "k-1", tea)
 		if first.StatusCode != 201 || f.calls.Total() != want {
 			t.Fatalf("fast=%v: first = %d after %v calls, want 201 after %d", fast, first.StatusCode, f.calls.Calls(), want)
 		}
 		f.calls.Reset()
-		again := f.Call("POST", "/orders", "alice", "k-1", tea)
+		again := f.Send("POST", "/orders", "alice", "k-1", tea)
 		if again.Body != first.Body || again.Headers[idemlambda.HeaderReplayed] != "true" || f.calls.Total() != 1 {
 			t.Fatalf("fast=%v: replay = %d after %v calls, want the replay after 1", fast, again.StatusCode, f.calls.Calls())
 		}
@@ -118,20 +118,20 @@ func TestFastPathCreatesAnOrderInOneCall(t *testing.T) {
 
 func TestPutOrderIsNaturallyIdempotent(t *testing.T) {
 	f := newFixture(t)
-	first := f.Call("PUT", "/orders/ord-client-1", "alice", "", tea)
+	first := f.Send("PUT", "/orders/ord-client-1", "alice", "", tea)
 	if first.StatusCode != 201 || orderID(t, first) != "ord-client-1" {
 		t.Fatalf("first PUT = %d %s", first.StatusCode, first.Body)
 	}
-	same := f.Call("PUT", "/orders/ord-client-1", "alice", "", "{ \"note\": \"green\", \"items\": [ {\"quantity\": 2, \"sku\": \"tea\"} ] }")
+	same := f.Send("PUT", "/orders/ord-client-1", "alice", "", "{ \"note\": \"green\", \"items\": [ {\"quantity\": 2, \"sku\": \"tea\"} ] }")
 	if same.StatusCode != 200 || orderID(t, same) != "ord-client-1" || !strings.Contains(same.Body, `"note":"green"`) {
 		t.Fatalf("same PUT = %d %s, want 200 with the same order", same.StatusCode, same.Body)
 	}
-	other := f.Call("PUT", "/orders/ord-client-1", "alice", "", `{"items":[{"sku":"coffee","quantity":1}]}`)
+	other := f.Send("PUT", "/orders/ord-client-1", "alice", "", `{"items":[{"sku":"coffee","quantity":1}]}`)
 	if other.StatusCode != 409 || apitest.ErrorCode(t, other) != "order_exists" {
 		t.Fatalf("other PUT = %d %s, want 409 order_exists", other.StatusCode, other.Body)
 	}
 	// The same id in another scope is another order.
-	if bobs := f.Call("PUT", "/orders/ord-client-1", "bob", "", `{"items":[{"sku":"coffee","quantity":1}]}`); bobs.StatusCode != 201 {
+	if bobs := f.Send("PUT", "/orders/ord-client-1", "bob", "", `{"items":[{"sku":"coffee","quantity":1}]}`); bobs.StatusCode != 201 {
 		t.Fatalf("bob's PUT = %d, want 201", bobs.StatusCode)
 	}
 	if n := apitest.Items(t, f.raw, f.tables[1]); n != 2 {
@@ -148,7 +148,7 @@ func TestRacingPutsCreateOneOrder(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			statuses[i] = f.Call("PUT", "/orders/ord-race", "alice", "", tea).StatusCode
+			statuses[i] = f.Send("PUT", "/orders/ord-race", "alice", "", tea).StatusCode
 		}()
 	}
 	wg.Wait()
@@ -186,7 +186,7 @@ func TestBadOrdersWriteNothing(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			resp := f.Call(tc.method, tc.path, tc.sub, tc.key, tc.body)
+			resp := f.Send(tc.method, tc.path, tc.sub, tc.key, tc.body)
 			if resp.StatusCode != tc.status || apitest.ErrorCode(t, resp) != tc.code {
 				t.Fatalf("got %d %s, want %d %s", resp.StatusCode, resp.Body, tc.status, tc.code)
 			}
@@ -205,14 +205,14 @@ func TestBadOrdersWriteNothing(t *testing.T) {
 func TestABodyNotDeclaredJSONIsHeldToJSONsCanonicalForm(t *testing.T) {
 	f := newFixture(t)
 	folded := `{"items":[{"sku":"tea","quantity":2}],"ITEMS":[{"sku":"coffee","quantity":9}]}`
-	resp := f.Call("POST", "/orders", "alice", "k-1", folded, "Content-Type", "text/plain")
+	resp := f.Call(context.Background(), apitest.Request{Method: "POST", Path: "/orders", Sub: "alice", Key: "k-1", Body: folded, Header: map[string]string{"Content-Type": "text/plain"}})
 	if resp.StatusCode != 400 || apitest.ErrorCode(t, resp) != "invalid_json" {
 		t.Fatalf("got %d %s, want 400 invalid_json", resp.StatusCode, resp.Body)
 	}
 	if n := apitest.Items(t, f.raw, f.tables...); n != 0 {
 		t.Fatalf("%d items written (an order or the key's record), want none", n)
 	}
-	if again := f.Call("POST", "/orders", "alice", "k-1", tea); again.StatusCode != 201 || apitest.Items(t, f.raw, f.tables[1]) != 1 {
+	if again := f.Send("POST", "/orders", "alice", "k-1", tea); again.StatusCode != 201 || apitest.Items(t, f.raw, f.tables[1]) != 1 {
 		t.Fatalf("the corrected request under the same key: %d %s, want 201 and one order", again.StatusCode, again.Body)
 	}
 }
@@ -228,7 +228,7 @@ func TestTemplateRoutesAndTablesMatchTheCode(t *testing.T) {
 func TestSamePutIsTheSameOrderWhateverThePath(t *testing.T) {
 	f := newFixture(t)
 	noNote := `{"items":[{"sku":"tea","quantity":2}]}`
-	first := f.Call("PUT", "/orders/ord-p1", "alice", "", noNote)
+	first := f.Send("PUT", "/orders/ord-p1", "alice", "", noNote)
 	if first.StatusCode != 201 {
 		t.Fatalf("first PUT = %d %s", first.StatusCode, first.Body)
 	}
@@ -237,12 +237,12 @@ func TestSamePutIsTheSameOrderWhateverThePath(t *testing.T) {
 		{"/v1/orders/ord-p1", noNote},
 		{"/orders/ord-p1", `{"items":[{"sku":"tea","quantity":2}],"note":""}`},
 	} {
-		again := f.CallRaw("PUT", "/orders/ord-p1", tc.raw, "alice", "", tc.body)
+		again := f.Call(context.Background(), apitest.Request{Method: "PUT", Path: "/orders/ord-p1", RawPath: tc.raw, Sub: "alice", Body: tc.body})
 		if again.StatusCode != 200 || orderID(t, again) != "ord-p1" {
 			t.Errorf("PUT %s %s = %d %s, want 200 with the same order", tc.raw, tc.body, again.StatusCode, again.Body)
 		}
 	}
-	if other := f.CallRaw("PUT", "/orders/ord-p1", "/v1/orders/ord-p1/", "alice", "", `{"items":[{"sku":"tea","quantity":2}],"note":"x"}`); other.StatusCode != 409 {
+	if other := f.Call(context.Background(), apitest.Request{Method: "PUT", Path: "/orders/ord-p1", RawPath: "/v1/orders/ord-p1/", Sub: "alice", Body: `{"items":[{"sku":"tea","quantity":2}],"note":"x"}`}); other.StatusCode != 409 {
 		t.Errorf("another note = %d, want 409", other.StatusCode)
 	}
 }
@@ -251,9 +251,9 @@ func TestSamePutIsTheSameOrderWhateverThePath(t *testing.T) {
 // the function. The fingerprint is pkg/idem's, from the matched route.
 func TestRetriedPostReplaysWhateverThePath(t *testing.T) {
 	f := newFixture(t)
-	first := f.Call("POST", "/orders", "alice", "k-path", tea)
+	first := f.Send("POST", "/orders", "alice", "k-path", tea)
 	for _, raw := range []string{"/orders/", "/v1/orders"} {
-		again := f.CallRaw("POST", "/orders", raw, "alice", "k-path", tea)
+		again := f.Call(context.Background(), apitest.Request{Method: "POST", Path: "/orders", RawPath: raw, Sub: "alice", Key: "k-path", Body: tea})
 		if again.StatusCode != 201 || again.Body != first.Body || again.Headers[idemlambda.HeaderReplayed] != "true" {
 			t.Errorf("POST %s = %d %s, want the first order replayed", raw, again.StatusCode, again.Body)
 		}
@@ -277,8 +277,8 @@ func TestColdStartMakesAWorkingFunctionFromItsEnvironment(t *testing.T) {
 	}
 	s.log = slog.New(slog.DiscardHandler)
 	f.Handle = s.routes()
-	first := f.Call("POST", "/orders", "alice", "k-1", tea)
-	again := f.Call("POST", "/orders", "alice", "k-1", tea)
+	first := f.Send("POST", "/orders", "alice", "k-1", tea)
+	again := f.Send("POST", "/orders", "alice", "k-1", tea)
 	if first.StatusCode != 201 || again.Body != first.Body || apitest.Items(t, f.raw, f.tables[1]) != 1 {
 		t.Fatalf("first %d %s, again %d %s: want one order, replayed", first.StatusCode, first.Body, again.StatusCode, again.Body)
 	}
@@ -298,13 +298,13 @@ func TestAFailedCommitLapsesTheKeyAndItsRetryCreatesOnce(t *testing.T) {
 		}
 		return nil
 	}
-	if first := f.Call("POST", "/orders", "alice", "k-1", tea); first.StatusCode < 500 || first.Headers["Retry-After"] == "" {
+	if first := f.Send("POST", "/orders", "alice", "k-1", tea); first.StatusCode < 500 || first.Headers["Retry-After"] == "" {
 		t.Fatalf("first = %d %v %s, want a 5xx with Retry-After", first.StatusCode, first.Headers, first.Body)
 	}
 	if f.calls.Get("UpdateItem") == 0 || apitest.Items(t, f.raw, f.tables[1]) != 0 {
 		t.Fatalf("calls %v, %d orders: want the lease lapsed and no order", f.calls.Calls(), apitest.Items(t, f.raw, f.tables[1]))
 	}
-	if retry := f.Call("POST", "/orders", "alice", "k-1", tea); retry.StatusCode != 201 || apitest.Items(t, f.raw, f.tables[1]) != 1 {
+	if retry := f.Send("POST", "/orders", "alice", "k-1", tea); retry.StatusCode != 201 || apitest.Items(t, f.raw, f.tables[1]) != 1 {
 		t.Fatalf("retry = %d %s, want the one order created", retry.StatusCode, retry.Body)
 	}
 }
@@ -323,14 +323,14 @@ func TestARecordDeletedUnderItsHolderFencesItsCommit(t *testing.T) {
 		}
 		return nil
 	}
-	if first := f.Call("POST", "/orders", "alice", "k-1", tea); first.StatusCode < 400 || apitest.Items(t, f.raw, f.tables[1]) != 0 {
+	if first := f.Send("POST", "/orders", "alice", "k-1", tea); first.StatusCode < 400 || apitest.Items(t, f.raw, f.tables[1]) != 0 {
 		t.Fatalf("first = %d %s, want no success and no order", first.StatusCode, first.Body)
 	}
 	if f.calls.Get("GetItem") != 1 {
 		t.Fatalf("calls %v: want the one read of a commit that found no record", f.calls.Calls())
 	}
 	f.calls.Before = nil
-	if retry := f.Call("POST", "/orders", "alice", "k-1", tea); retry.StatusCode != 201 || apitest.Items(t, f.raw, f.tables[1]) != 1 {
+	if retry := f.Send("POST", "/orders", "alice", "k-1", tea); retry.StatusCode != 201 || apitest.Items(t, f.raw, f.tables[1]) != 1 {
 		t.Fatalf("retry = %d %s, want the one order created", retry.StatusCode, retry.Body)
 	}
 }

@@ -26,9 +26,9 @@ func TestOrderOutcomesAreEmittedAsEMFLines(t *testing.T) {
 	s := &server{store: store, db: fn, table: orders, scopeClaim: "sub", log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now}
 	c := apitest.Caller{T: t, Routes: apitest.Function(t, "OrderFunction").Routes, Handle: s.routes()}
 
-	c.Call("POST", "/orders", "alice", "k-1", tea)
-	c.Call("POST", "/orders", "alice", "k-1", tea)
-	c.Call("POST", "/orders", "alice", "k-1", `{"items":[{"sku":"tea","quantity":3}]}`)
+	c.Send("POST", "/orders", "alice", "k-1", tea)
+	c.Send("POST", "/orders", "alice", "k-1", tea)
+	c.Send("POST", "/orders", "alice", "k-1", `{"items":[{"sku":"tea","quantity":3}]}`)
 
 	docs := apitest.EMF(t, []byte(out.String()))
 	var got []string

@@ -77,13 +77,13 @@ func TestAnOrderCarriesTheTraceparentOfTheSpanThatWroteIt(t *testing.T) {
 	} {
 		t.Run("fast path "+tc.fast, func(t *testing.T) {
 			f, rec := tracedServer(t, tc.fast)
-			created := f.Call("POST", "/orders", "alice", "k-1", tea)
-			put := f.Call("PUT", "/orders/o-put-1", "alice", "", tea)
+			created := f.Send("POST", "/orders", "alice", "k-1", tea)
+			put := f.Send("PUT", "/orders/o-put-1", "alice", "", tea)
 			if created.StatusCode != 201 || put.StatusCode != 201 {
 				t.Fatalf("POST %d %s, PUT %d %s", created.StatusCode, created.Body, put.StatusCode, put.Body)
 			}
 			id := orderID(t, created)
-			got := f.Call("GET", "/orders/"+id, "alice", "", "")
+			got := f.Send("GET", "/orders/"+id, "alice", "", "")
 			spans := apitest.Spans(rec.Ended())
 			post := spans.Roots("POST /orders")
 			if len(post) != 1 || len(spans.Children(post[0])) != 1 {
@@ -112,8 +112,8 @@ func TestAnOrderCarriesTheTraceparentOfTheSpanThatWroteIt(t *testing.T) {
 // Untraced, an order is written as it always was: no traceparent.
 func TestAnUntracedOrderHasNoTraceparent(t *testing.T) {
 	f := newFixture(t)
-	created := f.Call("POST", "/orders", "alice", "k-1", tea)
-	f.Call("PUT", "/orders/o-put-1", "alice", "", tea)
+	created := f.Send("POST", "/orders", "alice", "k-1", tea)
+	f.Send("PUT", "/orders/o-put-1", "alice", "", tea)
 	if tp := f.traceparentOf(t, "alice", orderID(t, created)); tp != "" {
 		t.Errorf("POSTed untraced: traceparent %q, want none", tp)
 	}

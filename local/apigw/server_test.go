@@ -15,6 +15,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/idemkeys/idem/local/apigw"
+	"github.com/idemkeys/idem/local/contract"
 	"github.com/idemkeys/idem/local/devstack"
 	"github.com/idemkeys/idem/local/rie"
 	"github.com/idemkeys/idem/local/template"
@@ -82,6 +83,10 @@ func TestAuthorizerRefusesBadTokens(t *testing.T) {
 		challenged := strings.HasPrefix(w.Header().Get("www-authenticate"), `Bearer scope="" error="invalid_token" error_description="`)
 		if w.Code != http.StatusUnauthorized || w.Body.String() != `{"message":"Unauthorized"}` || challenged != (header != "") {
 			t.Errorf("%s: %d %s, www-authenticate %q; want 401", name, w.Code, w.Body, w.Header().Get("www-authenticate"))
+		}
+		// And openapi.yaml describes it as it is sent.
+		if err := contract.Check(contract.Exchange{Request: r, Response: w.Result(), ResponseBody: w.Body.Bytes()}); err != nil {
+			t.Errorf("%s: %v", name, err)
 		}
 	}
 }

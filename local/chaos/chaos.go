@@ -46,6 +46,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/idemkeys/idem/local/contract"
 	"github.com/idemkeys/idem/local/devstack"
 	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/provider"
@@ -248,6 +249,7 @@ func (c *Campaign) impose(ctx context.Context, op *operation) {
 		rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		resp, err := c.base.RoundTrip(req.WithContext(rctx))
 		a := record(-1, resp, err)
+		op.hold(req, body, resp, a)
 		cancel()
 		op.mu.Lock()
 		op.others = append(op.others, a)
@@ -377,6 +379,7 @@ func (c *Campaign) do(ctx context.Context, op *operation, cp int) (answer, error
 			op.once.Do(func() { close(op.sent) })
 			resp, err := c.base.RoundTrip(r)
 			last = record(cp, resp, err)
+			op.hold(r, op.body, resp, last)
 			op.answered(c.since(), last)
 			return resp, err
 		})
@@ -404,6 +407,19 @@ func (c *Campaign) do(ctx context.Context, op *operation, cp int) (answer, error
 type recorder func(*http.Request) (*http.Response, error)
 
 func (f recorder) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// hold holds an answer a to openapi.yaml (local/contract): one it does
+// not allow is a breach of op's, reported with its history.
+func (op *operation) hold(r *http.Request, body string, resp *http.Response, a answer) {
+	if resp == nil || a.err != "" {
+		return // no answer: nothing to hold
+	}
+	if err := contract.Check(contract.Exchange{Request: r, RequestBody: []byte(body), Response: resp, ResponseBody: []byte(a.body)}); err != nil {
+		op.mu.Lock()
+		op.breaches = append(op.breaches, err.Error())
+		op.mu.Unlock()
+	}
+}
 
 // record reads an attempt's answer whole, and puts its body back.
 func record(cp int, resp *http.Response, err error) answer {

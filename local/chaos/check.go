@@ -153,6 +153,9 @@ func checkOp(op *operation, w *world) []violation {
 	if len(op.final) == 0 {
 		add(other, "the operation never got an answer not to retry")
 	}
+	for _, b := range op.breaches {
+		add(other, "%s", b)
+	}
 	if op.kind != orderPut {
 		v = append(v, checkAnswers(op, w)...)
 	}

@@ -65,6 +65,9 @@ type operation struct {
 	answers []answer
 	final   []answer // the answers a round ended with: not retried
 	hits    map[string]int
+	// breaches are the answers openapi.yaml does not allow
+	// (local/contract).
+	breaches []string
 }
 
 // event is one line of an operation's history.

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idemkeys/idem/local/contract"
 	"github.com/idemkeys/idem/local/provider"
 	"github.com/idemkeys/idem/pkg/idemclient"
 	"github.com/idemkeys/idem/pkg/idemtest/faultproxy"
@@ -29,6 +30,7 @@ type client struct {
 	mu       sync.Mutex
 	requests int
 	retries  []idemclient.Retry
+	breaches []error // answers openapi.yaml does not allow
 }
 
 type answer struct {
@@ -73,22 +75,26 @@ func (c *client) idem(optFns ...func(*idemclient.Options)) *idemclient.Client {
 }
 
 func (c *client) post(ctx context.Context, path, key, body string) (*answer, error) {
-	return c.call(ctx, c.idem(), http.MethodPost, c.target.APIURL+path, key, body)
+	return c.call(ctx, c.idem(), request{http.MethodPost, c.target.APIURL + path, key, body})
 }
 
-// call is one logical operation through ic, under key if it is not "",
-// within 30s.
-func (c *client) call(ctx context.Context, ic *idemclient.Client, method, url, key, body string) (*answer, error) {
+// request is one logical operation: key "" sends no Idempotency-Key.
+type request struct {
+	method, url, key, body string
+}
+
+// call is r through ic, within 30s.
+func (c *client) call(ctx context.Context, ic *idemclient.Client, r request) (*answer, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, r.method, r.url, strings.NewReader(r.body))
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	req.Header.Set("Content-Type", "application/json")
-	if key != "" {
-		req.Header.Set(idemclient.HeaderKey, key)
+	if r.key != "" {
+		req.Header.Set(idemclient.HeaderKey, r.key)
 	}
 	resp, err := ic.Do(req)
 	if err != nil {
@@ -160,7 +166,21 @@ func (p *printer) RoundTrip(r *http.Request) (*http.Response, error) {
 		extra += " Retry-After: " + ra
 	}
 	c.printf("   ← %d%s %s", resp.StatusCode, extra, b)
+	if err := contract.Check(contract.Exchange{Request: r, RequestBody: []byte(body), Response: resp, ResponseBody: b}); err != nil {
+		c.printf("   ✘ %v", err)
+		c.mu.Lock()
+		c.breaches = append(c.breaches, err)
+		c.mu.Unlock()
+	}
 	return resp, nil
+}
+
+// breached is every answer of the scenario so far that openapi.yaml does
+// not allow, or nil.
+func (c *client) breached() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return errors.Join(c.breaches...)
 }
 
 func (c *client) printf(format string, args ...any) {

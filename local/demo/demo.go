@@ -71,9 +71,9 @@ func Run(ctx context.Context, t Target, out io.Writer) ([]Result, error) {
 			return results, err
 		}
 		c.mu.Lock()
-		c.requests, c.retries = 0, nil
+		c.requests, c.retries, c.breaches = 0, nil, nil
 		c.mu.Unlock()
-		runErr := s.run(ctx, c)
+		runErr := errors.Join(s.run(ctx, c), c.breached())
 		after, err := c.effects(ctx)
 		if err != nil {
 			return results, err
@@ -160,7 +160,7 @@ var scenarios = []scenario{
 			return err
 		}
 		impatient := c.idem(func(o *idemclient.Options) { o.AttemptTimeout = 500 * time.Millisecond })
-		final, err := c.call(ctx, impatient, http.MethodPost, c.target.APIURL+"/charges", newKey(), visa)
+		final, err := c.call(ctx, impatient, request{http.MethodPost, c.target.APIURL + "/charges", newKey(), visa})
 		if err != nil {
 			return err
 		}
@@ -175,7 +175,7 @@ var scenarios = []scenario{
 		if err != nil {
 			return err
 		}
-		final, err := c.call(ctx, c.idem(), http.MethodPost, c.dropURL+"/charges", newKey(), visa)
+		final, err := c.call(ctx, c.idem(), request{http.MethodPost, c.dropURL + "/charges", newKey(), visa})
 		if err != nil {
 			return err
 		}
@@ -220,15 +220,15 @@ var scenarios = []scenario{
 	{"natural idempotency: PUT /orders/{id} with a client-chosen id", 0, func(ctx context.Context, c *client) error {
 		url := c.target.APIURL + "/orders/ord-" + strings.ToLower(rand.Text()[:8])
 		order := `{"items":[{"sku":"tea","quantity":2}]}`
-		first, err := c.call(ctx, c.idem(), http.MethodPut, url, "", order)
+		first, err := c.call(ctx, c.idem(), request{http.MethodPut, url, "", order})
 		if err != nil {
 			return err
 		}
-		same, err := c.call(ctx, c.idem(), http.MethodPut, url, "", order)
+		same, err := c.call(ctx, c.idem(), request{http.MethodPut, url, "", order})
 		if err != nil {
 			return err
 		}
-		other, err := c.call(ctx, c.idem(), http.MethodPut, url, "", `{"items":[{"sku":"coffee","quantity":1}]}`)
+		other, err := c.call(ctx, c.idem(), request{http.MethodPut, url, "", `{"items":[{"sku":"coffee","quantity":1}]}`})
 		if err != nil {
 			return err
 		}

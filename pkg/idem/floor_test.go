@@ -36,8 +36,9 @@ import (
 // floor's in the same round.
 //
 // It asserts that both sides made the same calls, never the time. make test
-// runs it small; make bench runs FLOOR_REQUESTS=100 FLOOR_ROUNDS=7 and
-// writes BENCH_OUT.
+// runs it small; make bench runs FLOOR_REQUESTS=100 FLOOR_ROUNDS=7, writes
+// BENCH_OUT (the table the charts are drawn from) and BENCH_RAW (each
+// round's mean per side as a benchmark sample, which benchstat compares).
 func TestFloor(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the floor measurement: go test -run TestFloor")
@@ -57,6 +58,10 @@ func TestFloor(t *testing.T) {
 	for i := range results {
 		results[i] = &result{}
 	}
+	// raw holds each round's mean per side in Go's benchmark format, one
+	// sample per round, for benchstat (make bench): BENCH_RAW.
+	var raw strings.Builder
+	benchName := strings.NewReplacer(" ", "_", "/", "-", "=", "-").Replace
 	for round := range rounds {
 		for ci, c := range cases {
 			res := results[ci]
@@ -95,6 +100,8 @@ func TestFloor(t *testing.T) {
 			res.lib = append(res.lib, float64(lib)/float64(time.Millisecond)/float64(n))
 			res.bare = append(res.bare, float64(bare)/float64(time.Millisecond)/float64(n))
 			res.ratios = append(res.ratios, float64(lib)/float64(bare))
+			fmt.Fprintf(&raw, "BenchmarkFloor/case=%s/side=floor %d %d ns/op\n", benchName(c.name), n, bare.Nanoseconds()/int64(n))
+			fmt.Fprintf(&raw, "BenchmarkFloor/case=%s/side=library %d %d ns/op\n", benchName(c.name), n, lib.Nanoseconds()/int64(n))
 		}
 	}
 	var report strings.Builder
@@ -116,9 +123,11 @@ func TestFloor(t *testing.T) {
 		return 0
 	})
 	t.Log("\n" + report.String())
-	if out := os.Getenv("BENCH_OUT"); out != "" {
-		if err := os.WriteFile(out, []byte(report.String()), 0o644); err != nil {
-			t.Fatal(err)
+	for env, text := range map[string]string{"BENCH_OUT": report.String(), "BENCH_RAW": raw.String()} {
+		if out := os.Getenv(env); out != "" {
+			if err := os.WriteFile(out, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }

@@ -4,7 +4,10 @@ package apitest
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -18,6 +21,7 @@ import (
 	"github.com/idemkeys/idem/functions/internal/httpx"
 	"github.com/idemkeys/idem/internal/httpapi"
 	"github.com/idemkeys/idem/local/apigw"
+	"github.com/idemkeys/idem/local/contract"
 	"github.com/idemkeys/idem/local/devstack"
 	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/template"
@@ -49,41 +53,100 @@ type Caller struct {
 	Handler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 }
 
-// Call sends one request as API Gateway would present it. sub is the
-// verified caller ("" sends no authorizer context), key the Idempotency-Key
-// ("" sends none), extra more header name and value pairs.
-func (c *Caller) Call(method, path, sub, key, body string, extra ...string) events.APIGatewayV2HTTPResponse {
-	c.T.Helper()
-	return c.CallRaw(method, path, path, sub, key, body, extra...)
+// Request is one request as a client sends it to the API.
+type Request struct {
+	Method string
+	// Path is the path API Gateway routes: the route key and path
+	// parameters are its.
+	Path string
+	// RawPath, when set, is the path the client sent, routed as Path:
+	// "/orders/o-1/" with a trailing slash, or "/v1/orders/o-1" behind a
+	// custom domain's API mapping "v1".
+	RawPath string
+	// Sub is the verified caller: its token goes in Authorization and its
+	// claims in the authorizer context. "" sends neither.
+	Sub string
+	// Key is the Idempotency-Key; "" sends none.
+	Key  string
+	Body string
+	// Header holds more headers, set after the others (Content-Type is
+	// application/json unless it says otherwise).
+	Header map[string]string
+	// Outside says why this request, which openapi.yaml refuses, is meant
+	// to be accepted (contract.Exchange.Outside); "" holds it to the
+	// description like any other.
+	Outside string
 }
 
-// CallRaw is Call for a request that API Gateway routes as path but whose
-// raw path is rawPath: "/orders/o-1/" with a trailing slash, or
-// "/v1/orders/o-1" behind a custom domain's API mapping "v1". The route
-// key and path parameters are those of path.
-func (c *Caller) CallRaw(method, path, rawPath, sub, key, body string, extra ...string) events.APIGatewayV2HTTPResponse {
+// Call sends r as API Gateway would present it, and fails c.T unless
+// openapi.yaml allows the answer (local/contract).
+func (c *Caller) Call(ctx context.Context, r Request) events.APIGatewayV2HTTPResponse {
 	c.T.Helper()
-	r := httptest.NewRequest(method, "https://"+Host+rawPath, strings.NewReader(body))
-	r.Header.Set("Content-Type", "application/json")
-	if key != "" {
-		r.Header.Set(idemclient.HeaderKey, key)
+	raw := r.RawPath
+	if raw == "" {
+		raw = r.Path
 	}
-	for i := 0; i+1 < len(extra); i += 2 {
-		r.Header.Set(extra[i], extra[i+1])
+	req := httptest.NewRequestWithContext(ctx, r.Method, "https://"+Host+raw, strings.NewReader(r.Body))
+	req.Header.Set("Content-Type", "application/json")
+	if r.Key != "" {
+		req.Header.Set(idemclient.HeaderKey, r.Key)
 	}
-	route, params, ok := apigw.Match(c.Routes, method, path)
+	tok, claims := verified(c.T, r.Sub)
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	for k, v := range r.Header {
+		req.Header.Set(k, v)
+	}
+	route, params, ok := apigw.Match(c.Routes, r.Method, r.Path)
 	if !ok {
-		c.T.Fatalf("no template route for %s %s", method, path)
+		c.T.Fatalf("no template route for %s %s", r.Method, r.Path)
 	}
 	handle := c.Handle.Handle
 	if c.Handler != nil {
 		handle = c.Handler
 	}
-	resp, err := handle(context.Background(), apigw.Event(r, []byte(body), route, params, Claims(c.T, sub)))
+	resp, err := handle(ctx, apigw.Event(req, []byte(r.Body), route, params, claims))
 	if err != nil {
-		c.T.Fatalf("%s %s: handler error %v", method, path, err)
+		c.T.Fatalf("%s %s: handler error %v", r.Method, r.Path, err)
+	}
+	// Held to the description as routed: a raw path behind a custom
+	// domain's mapping is the same operation.
+	routed := req.Clone(ctx)
+	routed.URL.Path, routed.URL.RawPath = r.Path, ""
+	if err := checkContract(contract.Exchange{Request: routed, RequestBody: []byte(r.Body), Outside: r.Outside}, resp); err != nil {
+		c.T.Errorf("contract: %v", err)
 	}
 	return resp
+}
+
+// Send is Call of the request most tests send: method and path, the
+// verified caller sub, the Idempotency-Key key, and body.
+func (c *Caller) Send(method, path, sub, key, body string) events.APIGatewayV2HTTPResponse {
+	c.T.Helper()
+	return c.Call(context.Background(), Request{Method: method, Path: path, Sub: sub, Key: key, Body: body})
+}
+
+// checkContract holds the request and the function's answer to openapi.yaml.
+func checkContract(x contract.Exchange, resp events.APIGatewayV2HTTPResponse) error {
+	h := http.Header{}
+	for k, v := range resp.Headers {
+		h.Set(k, v)
+	}
+	for k, vs := range resp.MultiValueHeaders {
+		for _, v := range vs {
+			h.Add(k, v)
+		}
+	}
+	out := []byte(resp.Body)
+	if resp.IsBase64Encoded {
+		var err error
+		if out, err = base64.StdEncoding.DecodeString(resp.Body); err != nil {
+			return fmt.Errorf("a base64 body that does not decode: %w", err)
+		}
+	}
+	x.Response, x.ResponseBody = &http.Response{StatusCode: resp.StatusCode, Header: h}, out
+	return contract.Check(x)
 }
 
 // authorizer is make run's JWT authorizer with a key of the tests' own.
@@ -94,8 +157,16 @@ var authorizer = &apigw.Authorizer{Secret: []byte("apitest's own key, 32 bytes l
 // sub "" has none (no authorizer context).
 func Claims(t testing.TB, sub string) map[string]string {
 	t.Helper()
+	_, claims := verified(t, sub)
+	return claims
+}
+
+// verified is a token of sub's, valid an hour, and the claims the
+// authorizer passes for it; "" and nil for sub "".
+func verified(t testing.TB, sub string) (string, map[string]string) {
+	t.Helper()
 	if sub == "" {
-		return nil
+		return "", nil
 	}
 	tok, err := authorizer.Token(sub, time.Hour)
 	if err != nil {
@@ -105,7 +176,7 @@ func Claims(t testing.TB, sub string) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return claims
+	return tok, claims
 }
 
 // ErrorCode is the stable code of a problem details response (RFC 9457,

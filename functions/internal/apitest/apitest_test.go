@@ -3,6 +3,7 @@ package apitest
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -19,15 +20,20 @@ func TestCallSendsWhatAPIGatewaySends(t *testing.T) {
 	c := &Caller{T: t, Routes: []template.Route{{Method: "POST", Path: "/orders"}}, Handle: httpx.Routes{
 		"POST /orders": func(_ context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 			got = req
-			return events.APIGatewayV2HTTPResponse{StatusCode: 200}, nil
+			if req.RequestContext.Authorizer == nil {
+				return events.APIGatewayV2HTTPResponse{StatusCode: 401, Headers: map[string]string{"Content-Type": "application/problem+json"},
+					Body: `{"type":"https://github.com/idemkeys/idem/blob/main/docs/http-api.md#unauthenticated","title":"Not authenticated","status":401,"detail":"no verified identity","code":"unauthenticated"}`}, nil
+			}
+			return events.APIGatewayV2HTTPResponse{StatusCode: 201, Headers: map[string]string{"Content-Type": "application/json"},
+				Body: `{"id":"ord_1","object":"order","items":[{"sku":"tea","quantity":1}],"status":"created","created":1}`}, nil
 		},
 	}}
-	c.Call("POST", "/orders", "user-1", "k-1", `{"a":1}`)
+	c.Send("POST", "/orders", "user-1", "k-1", `{"items":[{"sku":"tea","quantity":1}]}`)
 	h := got.Headers
-	if h["host"] != Host || h["x-forwarded-proto"] != "https" || h["x-forwarded-port"] != "443" || h["x-forwarded-for"] == "" || h["x-amzn-trace-id"] == "" || h["idempotency-key"] != "k-1" {
+	if h["host"] != Host || h["x-forwarded-proto"] != "https" || h["x-forwarded-port"] != "443" || h["x-forwarded-for"] == "" || h["x-amzn-trace-id"] == "" || h["idempotency-key"] != "k-1" || !strings.HasPrefix(h["authorization"], "Bearer ") {
 		t.Errorf("headers %v", h)
 	}
-	if got.RequestContext.DomainName != Host || got.Body != `{"a":1}` || got.IsBase64Encoded {
+	if got.RequestContext.DomainName != Host || got.Body != `{"items":[{"sku":"tea","quantity":1}]}` || got.IsBase64Encoded {
 		t.Errorf("domainName %q, body %q (base64 %v)", got.RequestContext.DomainName, got.Body, got.IsBase64Encoded)
 	}
 	claims := got.RequestContext.Authorizer.JWT.Claims
@@ -39,7 +45,7 @@ func TestCallSendsWhatAPIGatewaySends(t *testing.T) {
 	if claims["sub"] != "user-1" {
 		t.Errorf("claims %v", claims)
 	}
-	c.Call("POST", "/orders", "", "", `{}`)
+	c.Send("POST", "/orders", "", "", `{"items":[{"sku":"tea","quantity":1}]}`)
 	if got.RequestContext.Authorizer != nil {
 		t.Errorf("sub \"\": authorizer context %+v", got.RequestContext.Authorizer)
 	}

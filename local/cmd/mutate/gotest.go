@@ -121,10 +121,8 @@ func buildOutput(builds map[string]*strings.Builder, path string) string {
 // test failed with no test or build failing (a package that does not
 // exist, say).
 func goTest(ctx context.Context, s *scratch, pkg string, args []string, start time.Time) (verdict, error) {
-	if !s.shared {
-		if err := s.empty(ctx); err != nil {
-			return verdict{}, err
-		}
+	if err := s.empty(ctx); err != nil {
+		return verdict{}, err
 	}
 	cmd := s.command(ctx, append(append([]string{"test", "-json", "-count=1", "-failfast"}, args...), pkg)...)
 	var stderr bytes.Buffer

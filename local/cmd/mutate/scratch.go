@@ -25,27 +25,6 @@ type scratch struct {
 	root   *os.Root // the same, as a root: what is written there stays there
 	module string   // its module's path, from its go.mod
 	engine *dynamo.Engine
-	// shared is a clone's: its engine is another copy's, whose tests may
-	// be running, so it is never emptied (its tests must make their own
-	// tables, as go-gremlins' runs do) nor stopped here.
-	shared bool
-}
-
-// clone is a second copy of the tree beside s, for tests that run at the
-// same time as s's own, on s's engine.
-func (s *scratch) clone(name string) (*scratch, error) {
-	c := &scratch{src: filepath.Join(filepath.Dir(s.src), name), module: s.module, engine: s.engine, shared: true}
-	if err := os.RemoveAll(c.src); err != nil {
-		return nil, err
-	}
-	if err := os.CopyFS(c.src, s.root.FS()); err != nil {
-		return nil, fmt.Errorf("a clone of the copy: %w", err)
-	}
-	var err error
-	if c.root, err = os.OpenRoot(c.src); err != nil {
-		return nil, errors.Join(err, os.RemoveAll(c.src))
-	}
-	return c, nil
 }
 
 // newScratch copies the tree to work/src and starts the engine.
@@ -75,9 +54,7 @@ func newScratch(ctx context.Context, work string, stdout io.Writer) (*scratch, e
 // files would meet the checkout's gofmt -l . (make vet), a mutant's among
 // them if a run was killed halfway.
 func (s *scratch) close() {
-	if !s.shared {
-		_ = s.engine.Stop() // the run's figures are written; a stuck engine dies with this process
-	}
+	_ = s.engine.Stop()     // the run's figures are written; a stuck engine dies with this process
 	_ = s.root.Close()      // every write through it was checked as it was made
 	_ = os.RemoveAll(s.src) // a copy left behind is copied afresh by the next run
 }
