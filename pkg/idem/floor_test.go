@@ -113,7 +113,7 @@ func TestFloor(t *testing.T) {
 		fmt.Fprintf(&report, "| %s | %s | %.2f | %.2f | %s | %.2f |\n", c.name, callsText(res.calls, n),
 			median(res.lib), median(res.bare), spread(res.ratios), median(res.libAll)/median(res.bareAll))
 	}
-	atomicReplay(t, f, &report, n, rounds, func(name string) float64 {
+	atomicReplay(t, f, &report, floorRuns{n, rounds}, func(name string) float64 {
 		for ci, c := range cases {
 			if c.name == name {
 				return median(results[ci].lib)
@@ -303,9 +303,21 @@ func floorCases(t *testing.T, f *fixture) []floorCase {
 		replayed bool
 		err      error
 	}
-	add := func(p path, name string, calls int, work func(key string) idem.Work, reqBody string, fixed string, w want, optFns ...func(*idem.Options)) {
+	// spec is a case on a path: its name, the DynamoDB calls per request,
+	// the work, the request's body, its fixed key (empty: a new key per
+	// request) and the answer it wants.
+	type spec struct {
+		name    string
+		calls   int
+		work    func(key string) idem.Work
+		reqBody string
+		fixed   string
+		w       want
+	}
+	add := func(p path, c spec) {
+		name, calls, work, reqBody, fixed, w := c.name, c.calls, c.work, c.reqBody, c.fixed, c.w
 		libDB, bareDB := &testbed.Counter{API: f.Raw}, &testbed.Counter{API: f.Raw}
-		lib := newStore(libDB, optFns...)
+		lib := newStore(libDB)
 		rec := &floorRecorder{DynamoDBAPI: f.Raw}
 		ci := len(cases)
 		tmpl := floorKey("tmpl", ci, 0, 0)
@@ -313,7 +325,7 @@ func floorCases(t *testing.T, f *fixture) []floorCase {
 			tmpl = fixed
 		}
 		tr := req("alice", tmpl, reqBody)
-		if _, err := p.do(newStore(rec, optFns...))(ctx, tr, work(tmpl)); !errors.Is(err, w.err) {
+		if _, err := p.do(newStore(rec))(ctx, tr, work(tmpl)); !errors.Is(err, w.err) {
 			t.Fatalf("%s %s, recorded: %v, want %v", p.name, name, err, w.err)
 		}
 		tok := testbed.Str(rec.record(), "lease_token")
@@ -356,11 +368,11 @@ func floorCases(t *testing.T, f *fixture) []floorCase {
 		if p.name == "DoAtomic" {
 			first = 1
 		}
-		add(p, "first request, no business write", first, plain, body, "", want{})
-		add(p, "first request, one business write", first, order, body, "", want{})
-		add(p, "replay", 1, order, body, done("done-"+p.name, body), want{replayed: true})
-		add(p, "409 in progress", 1, order, body, held.Key, want{err: idem.ErrInProgress})
-		add(p, "422 other request", 1, order, other, done("mism-"+p.name, body), want{err: idem.ErrFingerprintMismatch})
+		add(p, spec{"first request, no business write", first, plain, body, "", want{}})
+		add(p, spec{"first request, one business write", first, order, body, "", want{}})
+		add(p, spec{"replay", 1, order, body, done("done-"+p.name, body), want{replayed: true}})
+		add(p, spec{"409 in progress", 1, order, body, held.Key, want{err: idem.ErrInProgress}})
+		add(p, spec{"422 other request", 1, order, other, done("mism-"+p.name, body), want{err: idem.ErrFingerprintMismatch}})
 	}
 	doorCases(t, f, &cases)
 	return cases
@@ -477,16 +489,25 @@ func addDoor[E, R any](t *testing.T, f *fixture, cases *[]floorCase, d floorDoor
 			})
 		}
 		for _, replay := range []bool{false, true} {
-			*cases = append(*cases, doorCase(t, f, d, door, path, replay, len(*cases)))
+			*cases = append(*cases, doorCase(t, f, d, door, doorAt{path, replay, len(*cases)}))
 		}
 	}
 }
 
-// doorCase is one case of d (on path, its first request or its replay, the
-// case's index ci): the library through the door, and the floor, which
+// doorAt places a door case: its path (Do or DoAtomic), whether it is the
+// replay rather than the first request, and the case's index.
+type doorAt struct {
+	path   string
+	replay bool
+	ci     int
+}
+
+// doorCase is one case of d (at.path, its first request or its replay, the
+// case's index at.ci): the library through the door, and the floor, which
 // decodes the body and encodes the response with encoding/json, as a
 // handler without the library would, around the door's recorded calls.
-func doorCase[E, R any](t *testing.T, f *fixture, d floorDoor[E, R], door func(idem.DynamoDBAPI) func(context.Context, E) (R, error), path string, replay bool, ci int) floorCase {
+func doorCase[E, R any](t *testing.T, f *fixture, d floorDoor[E, R], door func(idem.DynamoDBAPI) func(context.Context, E) (R, error), at doorAt) floorCase {
+	path, replay, ci := at.path, at.replay, at.ci
 	name, tmpl := d.name+" door ("+path+"): first request, one business write", floorKey("tmpl", ci, 0, 0)
 	if replay {
 		name, tmpl = d.name+" door ("+path+"): replay", "door-replay-"+d.id+"-"+path
@@ -563,13 +584,20 @@ func (d floorDoor[E, R]) serve(door func(context.Context, E) (R, error), key str
 	return d.answer(r)
 }
 
+// floorRuns is the floor's measure: n requests per round and side, over
+// rounds rounds.
+type floorRuns struct {
+	n, rounds int
+}
+
 // atomicReplay prices DoAtomic's replay beside Do's, from the cases' own
 // library times, adds a replay from Options.Cache (measured here, asserted
 // to make no call), and says for how many replays per first request each
 // path is the cheaper one, in time on this engine and in write units by
 // DynamoDB's rules (TestCostPerRequest's: Do 5 + 1 per replay, DoAtomic 4 +
 // 4 per replay).
-func atomicReplay(t *testing.T, f *fixture, report *strings.Builder, n, rounds int, lib func(name string) float64) {
+func atomicReplay(t *testing.T, f *fixture, report *strings.Builder, runs floorRuns, lib func(name string) float64) {
+	n, rounds := runs.n, runs.rounds
 	ctx := context.Background()
 	db := &testbed.Counter{API: f.Raw}
 	s, err := idem.New(db, f.Table, withCache(1000, 1<<20))
