@@ -22,7 +22,7 @@ func TestManyInvocationsInOneProcess(t *testing.T) {
 	var all []events.SQSMessage
 	for i := range orders {
 		scope := fmt.Sprint("s", i%scopes)
-		all = append(all, events.SQSMessage{MessageId: fmt.Sprint("m", i), Body: change(t, fmt.Sprint("e", i), "INSERT", scope, fmt.Sprint("o", i), 1)})
+		all = append(all, events.SQSMessage{MessageId: fmt.Sprint("m", i), Body: change(t, streamChange{fmt.Sprint("e", i), "INSERT", scope, fmt.Sprint("o", i)}, 1)})
 	}
 	pending := make(chan events.SQSMessage, 2*orders)
 	for range 2 { // every order delivered twice

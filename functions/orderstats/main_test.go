@@ -27,9 +27,17 @@ var calls = &dynamotest.Actions{}
 
 func TestMain(m *testing.M) { os.Exit(apitest.Main(m, "OrderStatsFunction", calls)) }
 
-// change is a stream record of OrdersTable, as the pipe delivers it.
-func change(t *testing.T, eventID, name, scope, order string, quantities ...int) string {
+// streamChange names a change to OrdersTable: the stream's event ID, the
+// event's name (INSERT, MODIFY), and the order's scope and ID.
+type streamChange struct {
+	eventID, name, scope, order string
+}
+
+// change is a stream record of OrdersTable, as the pipe delivers it: c,
+// with an item of tea for each of quantities.
+func change(t *testing.T, c streamChange, quantities ...int) string {
 	t.Helper()
+	eventID, name, scope, order := c.eventID, c.name, c.scope, c.order
 	var items []events.DynamoDBAttributeValue
 	for _, q := range quantities {
 		items = append(items, events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{
@@ -50,12 +58,12 @@ func change(t *testing.T, eventID, name, scope, order string, quantities ...int)
 func TestEachOrderCountsOnceHoweverDelivered(t *testing.T) {
 	c := newConsumer(t)
 	raw, stats, handle := c.raw, c.stats, c.handle
-	first := change(t, "e1", "INSERT", "alice", "o1", 2, 3)
+	first := change(t, streamChange{"e1", "INSERT", "alice", "o1"}, 2, 3)
 	batch := events.SQSEvent{Records: []events.SQSMessage{
 		{MessageId: "m1", Body: first},
 		{MessageId: "m2", Body: first}, // the pipe sent the same change again
-		{MessageId: "m3", Body: change(t, "e2", "INSERT", "alice", "o2", 1)},
-		{MessageId: "m4", Body: change(t, "e3", "MODIFY", "alice", "o2", 9)},
+		{MessageId: "m3", Body: change(t, streamChange{"e2", "INSERT", "alice", "o2"}, 1)},
+		{MessageId: "m4", Body: change(t, streamChange{"e3", "MODIFY", "alice", "o2"}, 9)},
 		{MessageId: "m5", Body: "not a stream record"},
 	}}
 	for delivery := range 2 { // and SQS redelivers the whole batch
@@ -149,11 +157,11 @@ func malformed(t *testing.T, eventID string, item events.DynamoDBAttributeValue)
 func TestMalformedRecordFailsAlone(t *testing.T) {
 	f := newConsumer(t)
 	batch := events.SQSEvent{Records: []events.SQSMessage{
-		{MessageId: "m1", Body: change(t, "e1", "INSERT", "alice", "o1", 2)},
+		{MessageId: "m1", Body: change(t, streamChange{"e1", "INSERT", "alice", "o1"}, 2)},
 		{MessageId: "m2", Body: malformed(t, "e2", events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{"sku": events.NewStringAttribute("tea")}))},
 		{MessageId: "m3", Body: malformed(t, "e3", events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{"quantity": events.NewStringAttribute("2")}))},
 		{MessageId: "m4", Body: malformed(t, "e4", events.NewStringAttribute("tea"))},
-		{MessageId: "m5", Body: change(t, "e5", "INSERT", "alice", "o5", 1)},
+		{MessageId: "m5", Body: change(t, streamChange{"e5", "INSERT", "alice", "o5"}, 1)},
 	}}
 	resp, err := f.handle(context.Background(), batch)
 	var failed []string
@@ -177,7 +185,7 @@ func TestOldRedriveIsRefusedAndSaidSo(t *testing.T) {
 	f := newConsumer(t)
 	aged := func(id string, age time.Duration) events.SQSMessage {
 		var r events.DynamoDBEventRecord
-		if err := json.Unmarshal([]byte(change(t, id, "INSERT", "alice", "o-"+id, 1)), &r); err != nil {
+		if err := json.Unmarshal([]byte(change(t, streamChange{id, "INSERT", "alice", "o-" + id}, 1)), &r); err != nil {
 			t.Fatal(err)
 		}
 		r.Change.ApproximateCreationDateTime = events.SecondsEpochTime{Time: f.now.Add(-age)}
@@ -210,7 +218,7 @@ func TestOldRedriveIsRefusedAndSaidSo(t *testing.T) {
 func changeAt(t *testing.T, eventID, scope, order string, created int64) string {
 	t.Helper()
 	var r events.DynamoDBEventRecord
-	if err := json.Unmarshal([]byte(change(t, eventID, "INSERT", scope, order, 1)), &r); err != nil {
+	if err := json.Unmarshal([]byte(change(t, streamChange{eventID, "INSERT", scope, order}, 1)), &r); err != nil {
 		t.Fatal(err)
 	}
 	r.Change.NewImage["created"] = events.NewNumberAttribute(strconv.FormatInt(created, 10))
@@ -269,7 +277,7 @@ func TestColdStartMakesAWorkingFunctionFromItsEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg := events.SQSMessage{MessageId: "m1", Body: change(t, "e1", "INSERT", "alice", "o1", 2)}
+	msg := events.SQSMessage{MessageId: "m1", Body: change(t, streamChange{"e1", "INSERT", "alice", "o1"}, 2)}
 	for range 2 {
 		if resp, err := handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg}}); err != nil || len(resp.BatchItemFailures) != 0 {
 			t.Fatalf("%+v, %v", resp, err)
@@ -295,7 +303,7 @@ func TestAMarkerDeletedUnderItsHolderFencesItsCommit(t *testing.T) {
 		}
 		return nil
 	}
-	batch := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: change(t, "e1", "INSERT", "alice", "o1", 2)}}}
+	batch := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: change(t, streamChange{"e1", "INSERT", "alice", "o1"}, 2)}}}
 	if resp, err := f.handle(context.Background(), batch); err != nil || len(resp.BatchItemFailures) != 1 || f.count(t, "alice") != "0" {
 		t.Fatalf("%+v, %v, count %s: want m1 failed and nothing counted", resp, err, f.count(t, "alice"))
 	}
