@@ -11,10 +11,17 @@ import (
 	"github.com/idemkeys/idem/local/apigw"
 )
 
-// call sends a request to the API at url with a token of auth's, and
-// returns the response's status, header and body (read and closed here).
-func call(t *testing.T, auth *apigw.Authorizer, method, url, contentType, body string) (int, http.Header, string) {
+// request is what call sends: the method, the URL, the Content-Type
+// ("" for none) and the body.
+type request struct {
+	method, url, contentType, body string
+}
+
+// call sends req to the API with a token of auth's, and returns the
+// response's status, header and body (read and closed here).
+func call(t *testing.T, auth *apigw.Authorizer, req request) (int, http.Header, string) {
 	t.Helper()
+	method, url, contentType, body := req.method, req.url, req.contentType, req.body
 	r, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +67,7 @@ func TestResponseInferredFromOutputWithoutStatusCode(t *testing.T) {
 		{`{"statusCode":"two hundred"}`, 500, "application/json", `{"message":"Internal Server Error"}`},
 	}
 	for _, c := range cases {
-		status, header, body := call(t, auth, "POST", url+"/output", "application/json", c.output)
+		status, header, body := call(t, auth, request{"POST", url + "/output", "application/json", c.output})
 		if status != c.status || header.Get("Content-Type") != c.contentType || body != c.body {
 			t.Errorf("output %s: %d %q %q; want %d %q %q", c.output, status, header.Get("Content-Type"), body, c.status, c.contentType, c.body)
 		}
@@ -74,7 +81,7 @@ func TestResponseMultiValueHeadersAreNotApplied(t *testing.T) {
 	auth := testAuthorizer()
 	url := echoAPI(t, auth)
 	output := `{"statusCode":200,"headers":{"x-one":"1"},"multiValueHeaders":{"x-many":["a","b"]},"cookies":["c=1; Path=/","d=2"],"body":"ok"}`
-	status, header, body := call(t, auth, "POST", url+"/output", "application/json", output)
+	status, header, body := call(t, auth, request{"POST", url + "/output", "application/json", output})
 	if status != 200 || body != "ok" || header.Get("X-One") != "1" {
 		t.Fatalf("%d %q %v", status, body, header)
 	}

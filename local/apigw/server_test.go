@@ -110,7 +110,7 @@ func TestRequestOverLambdasInvokeLimitIs413(t *testing.T) {
 		{"11 MB, over API Gateway's own limit", "application/json", 11 << 20, 413, `{"message":"Request Entity Too Large"}`},
 	}
 	for _, c := range cases {
-		status, _, body := call(t, auth, "POST", url+"/size", c.contentType, `"`+strings.Repeat("a", c.size-2)+`"`)
+		status, _, body := call(t, auth, request{"POST", url + "/size", c.contentType, `"` + strings.Repeat("a", c.size-2) + `"`})
 		if status != c.status || body != c.body {
 			t.Errorf("%s: %d %.80s; want %d %s", c.name, status, body, c.status, c.body)
 		}
@@ -178,12 +178,12 @@ func TestAnInvocationThatTimesOutOrCannotStartIs503(t *testing.T) {
 			t.Errorf("%s: %d Retry-After %q %s; want 503, Retry-After and API Gateway's message", what, status, h.Get("Retry-After"), body)
 		}
 	}
-	status, h, body := call(t, auth, "POST", url+"/sleep", "text/plain", "3000")
+	status, h, body := call(t, auth, request{"POST", url + "/sleep", "text/plain", "3000"})
 	check("a function past its timeout", status, h, body)
-	if status, _, body := call(t, auth, "POST", url+"/sleep", "text/plain", "0"); status != 200 || body != "slept" {
+	if status, _, body := call(t, auth, request{"POST", url + "/sleep", "text/plain", "0"}); status != 200 || body != "slept" {
 		t.Errorf("the invocation after a timeout: %d %s, want 200", status, body)
 	}
 	broken := serveEcho(t, auth, filepath.Join(t.TempDir(), "no-emulator"), 10)
-	status, h, body = call(t, auth, "POST", broken+"/sleep", "text/plain", "0")
+	status, h, body = call(t, auth, request{"POST", broken + "/sleep", "text/plain", "0"})
 	check("an environment that cannot start", status, h, body)
 }
