@@ -60,7 +60,7 @@ func TestTransactionCostByTableSize(t *testing.T) {
 	for r := range rounds {
 		for i := range sizes {
 			size := sizes[(i+r)%len(sizes)]
-			rate, n := transactions(t, db, records[size], rows[size], "r"+strconv.Itoa(r), txs, clients)
+			rate, n := transactions(t, db, sweepRun{records[size], rows[size], "r" + strconv.Itoa(r), txs, clients})
 			perSec[size] = append(perSec[size], rate)
 			committed[size] += n
 		}
@@ -96,12 +96,20 @@ func sweepReport(sizes []int, perSec map[int][]float64, txs, rounds, clients int
 	return b.String()
 }
 
-// transactions sends count transactions from clients workers and returns
-// their rate and how many committed. Every fifth repeats the key sent four
-// before it, so that one of the two must be cancelled: each key must commit
-// exactly once.
-func transactions(t *testing.T, db *dynamodb.Client, records, rows, prefix string, count, clients int) (float64, int) {
+// sweepRun is one run of transactions: the records and rows tables, the
+// prefix of its keys, how many transactions, and from how many clients.
+type sweepRun struct {
+	records, rows, prefix string
+	count, clients        int
+}
+
+// transactions sends run.count transactions from run.clients workers and
+// returns their rate and how many committed. Every fifth repeats the key
+// sent four before it, so that one of the two must be cancelled: each key
+// must commit exactly once.
+func transactions(t *testing.T, db *dynamodb.Client, run sweepRun) (float64, int) {
 	t.Helper()
+	records, rows, prefix, count, clients := run.records, run.rows, run.prefix, run.count, run.clients
 	next := make(chan int)
 	commits := make([]atomic.Int32, count)
 	var failed atomic.Int64
