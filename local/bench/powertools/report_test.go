@@ -9,7 +9,18 @@ import (
 	"github.com/idemkeys/idem/local/measure"
 )
 
-func renderReport(b *bench, lat latencies, races, slow map[string][]outcome, others []otherAnswer, rounds, n int) string {
+// measured is what the side-by-side run measured: the sequential
+// latencies, the races, the slow holders and the other bodies' answers.
+type measured struct {
+	lat         latencies
+	races, slow map[string][]outcome
+	others      []otherAnswer
+}
+
+// renderReport is the report of m, over rounds rounds of n sequential
+// requests per case.
+func renderReport(b *bench, m measured, rounds, n int) string {
+	lat, races, slow, others := m.lat, m.races, m.slow, m.others
 	var w strings.Builder
 	fmt.Fprintf(&w, "pkg/idem (Go, aws-sdk-go-v2) beside Powertools for AWS Lambda (TypeScript) idempotency 2.35.0 (Node.js, AWS SDK for JavaScript v3), same engine (DynamoDB Local 3.3.1), same counting proxy, %d rounds, the libraries' order rotating.\n\n", rounds)
 	renderLatencies(&w, b, lat, n)

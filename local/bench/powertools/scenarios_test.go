@@ -43,7 +43,7 @@ func (b *bench) latencies(rounds, n int) latencies {
 					}
 				}
 				elapsed, answers, executions := lib.seq(keys, body, c.write)
-				b.checkSeq(lib, c.name, answers, executions, n, c.replay)
+				b.checkSeq(lib, c.name, seqResult{answers, executions, n}, c.replay)
 				id := c.name + "/" + lib.name()
 				l.perOp[id] = append(l.perOp[id], elapsed/time.Duration(n))
 				l.calls[id], l.executions[id] = b.calls.take(), executions
@@ -53,11 +53,19 @@ func (b *bench) latencies(rounds, n int) latencies {
 	return l
 }
 
+// seqResult is what a library's n sequential requests gave: its answers,
+// counted by status, and how many times the work ran.
+type seqResult struct {
+	answers       map[string]int
+	executions, n int
+}
+
 // checkSeq holds every library to answering each request, and pkg/idem to
 // running the work once per request, except Do's replays, which never run
 // it (DoAtomic runs the work before it knows, by design).
-func (b *bench) checkSeq(lib library, name string, answers map[string]int, executions, n int, replay bool) {
+func (b *bench) checkSeq(lib library, name string, r seqResult, replay bool) {
 	b.t.Helper()
+	answers, executions, n := r.answers, r.executions, r.n
 	if answers["201"] != n {
 		b.t.Fatalf("%s, %s: answers %v, want 201 ×%d", lib.name(), name, answers, n)
 	}

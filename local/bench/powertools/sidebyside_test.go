@@ -118,7 +118,7 @@ func TestSideBySideWithPowertools(t *testing.T) {
 	races := b.races(rounds)
 	slow := b.slowHolders(rounds)
 	others := b.otherBodies()
-	report := renderReport(b, lat, races, slow, others, rounds, n)
+	report := renderReport(b, measured{lat, races, slow, others}, rounds, n)
 	t.Log("\n" + report)
 	if out := os.Getenv("BENCH_OUT"); out != "" {
 		if err := os.WriteFile(out, []byte(report), 0o644); err != nil {
