@@ -78,7 +78,7 @@ func TestConcurrentInvocationsUnderTheEmulator(t *testing.T) {
 	fmt.Fprintln(&report, "|---|---|---|---|---|---|---|---|---|---|")
 	rows := map[string][]row{}
 	for _, path := range []string{"Do", "DoAtomic"} {
-		rows[path] = runEnvironment(t, db, endpoint, tpl, fn, bin, emulator, path, n)
+		rows[path] = runEnvironment(t, environment{db, endpoint, tpl, fn, bin, emulator}, path, n)
 	}
 	for i, c := range concurrencyLevels {
 		for _, path := range []string{"Do", "DoAtomic"} {
@@ -96,11 +96,23 @@ func TestConcurrentInvocationsUnderTheEmulator(t *testing.T) {
 
 var concurrencyLevels = []int{1, 8, 32, 64}
 
-// runEnvironment starts one execution environment of fn for path on fresh
-// tables, drives it at each level in turn and returns the rows, each
-// checked.
-func runEnvironment(t *testing.T, db *dynamodb.Client, endpoint string, tpl *template.Template, fn *template.Function, bin, emulator, path string, n int) []row {
+// environment is what an execution environment runs on: the engine (its
+// client and endpoint), the template and its order function, the built
+// bootstrap and the emulator.
+type environment struct {
+	db            *dynamodb.Client
+	endpoint      string
+	tpl           *template.Template
+	fn            *template.Function
+	bin, emulator string
+}
+
+// runEnvironment starts one execution environment of e.fn for path on fresh
+// tables, drives it at each level in turn with n requests and returns the
+// rows, each checked.
+func runEnvironment(t *testing.T, e environment, path string, n int) []row {
 	t.Helper()
+	db, endpoint, tpl, fn, bin, emulator := e.db, e.endpoint, e.tpl, e.fn, e.bin, e.emulator
 	ctx := context.Background()
 	tables := map[string]string{}
 	var defs []template.Table
@@ -135,7 +147,7 @@ func runEnvironment(t *testing.T, db *dynamodb.Client, endpoint string, tpl *tem
 		t.Fatalf("%s: the first invocation: %v\n%s", path, err, rt.Logs())
 	}
 	var rows []row
-	seen := map[string]bool{} // the orders the table held before a row
+	orders := ordersTable{db, tables["OrdersTable"], map[string]bool{}}
 	// A new engine's JVM compiles its hot paths over its first few
 	// thousand requests (functions/order's warmUp): LOAD_WARMUP requests
 	// at 32 at once go first, checked like a row, not reported.
@@ -145,7 +157,7 @@ func runEnvironment(t *testing.T, db *dynamodb.Client, endpoint string, tpl *tem
 		if r.failed > 0 {
 			t.Fatalf("%s, warming up: %d of %d requests failed, the first: %s\n%s", path, r.failed, w, r.firstFailure, rt.Logs())
 		}
-		checkOrders(t, db, tables["OrdersTable"], seen, &r, path, 32)
+		checkOrders(t, orders, &r, path, 32)
 	}
 	for _, c := range concurrencyLevels {
 		keys, _ := measure.Keys(n, 0.2, 500+uint64(c), fmt.Sprintf("c%d-", c)) //nolint:gosec // G115: c is one of the few positive concurrency levels
@@ -153,7 +165,7 @@ func runEnvironment(t *testing.T, db *dynamodb.Client, endpoint string, tpl *tem
 		if r.failed > 0 {
 			t.Fatalf("%s, %d at once: %d of %d requests failed, the first: %s\n%s", path, c, r.failed, n, r.firstFailure, rt.Logs())
 		}
-		checkOrders(t, db, tables["OrdersTable"], seen, &r, path, c)
+		checkOrders(t, orders, &r, path, c)
 		if c >= 8 && r.achieved() <= 1.5 {
 			t.Fatalf("%s, %d at once: achieved concurrency %.2f (latencies summed over the elapsed time): the environment ran the invocations one at a time", path, c, r.achieved())
 		}
@@ -186,11 +198,20 @@ func checkOneProcess(t *testing.T, rt *rie.Runtime, bootstrap, path string, c in
 	}
 }
 
+// ordersTable is the orders table checkOrders reads, and seen the orders
+// it held before a row.
+type ordersTable struct {
+	db    *dynamodb.Client
+	table string
+	seen  map[string]bool
+}
+
 // checkOrders fails t unless the orders the table gained in the row are
 // exactly the ones its 201s named, one per logical operation that
-// succeeded; it records them in r and seen.
-func checkOrders(t *testing.T, db *dynamodb.Client, table string, seen map[string]bool, r *row, path string, c int) {
+// succeeded; it records them in r and o.seen.
+func checkOrders(t *testing.T, o ordersTable, r *row, path string, c int) {
 	t.Helper()
+	db, table, seen := o.db, o.table, o.seen
 	gained := map[string]bool{}
 	var start map[string]types.AttributeValue
 	for {
