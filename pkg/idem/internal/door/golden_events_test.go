@@ -17,18 +17,26 @@ import (
 func sp(s string) *string { return &s }
 
 func goldenHTTPAPIEvents() []events.APIGatewayV2HTTPRequest {
-	mk := func(route, raw, q, body string, b64 bool, hd map[string]string, pp map[string]string) events.APIGatewayV2HTTPRequest {
-		ev := events.APIGatewayV2HTTPRequest{RouteKey: route, RawPath: raw, RawQueryString: q, Body: body, IsBase64Encoded: b64, Headers: hd, PathParameters: pp}
+	// mk is the event with fields in this order: the route key, the raw
+	// path and query, the body, base64 or not, the headers, the path
+	// parameters; its method is POST.
+	type fields struct {
+		route, raw, q, body string
+		b64                 bool
+		hd, pp              map[string]string
+	}
+	mk := func(f fields) events.APIGatewayV2HTTPRequest {
+		ev := events.APIGatewayV2HTTPRequest{RouteKey: f.route, RawPath: f.raw, RawQueryString: f.q, Body: f.body, IsBase64Encoded: f.b64, Headers: f.hd, PathParameters: f.pp}
 		ev.RequestContext.HTTP.Method = "POST"
 		return ev
 	}
 	return []events.APIGatewayV2HTTPRequest{
-		mk("POST /things/{id}", "/prod/things/t1", "b=2&a=1", `{"b": 1, "a": [1,2]}`, false, map[string]string{"idempotency-key": "k1"}, map[string]string{"id": "t1"}),
-		mk("$default", "/x/y", "", `{"a":1}`, false, map[string]string{"idempotency-key": "k1", "content-type": "application/json; charset=utf-8"}, nil),
-		mk("POST /bin", "/bin", "", base64.StdEncoding.EncodeToString([]byte{0xff, 0x00, 0x01}), true, map[string]string{"idempotency-key": "k1", "content-type": "application/octet-stream"}, nil),
-		mk("POST /txt", "/txt", "", `{"a": 1}`, false, map[string]string{"Idempotency-Key": `"k1"`, "Content-Type": "text/plain"}, nil),
-		mk("POST /empty", "/empty", "q", ``, false, map[string]string{"idempotency-key": "k1"}, nil),
-		mk("POST /b64json", "/b64json", "", base64.StdEncoding.EncodeToString([]byte(`{"z":1,"a":2}`)), true, map[string]string{"idempotency-key": "k1", "content-type": "application/vnd.api+json"}, nil),
+		mk(fields{"POST /things/{id}", "/prod/things/t1", "b=2&a=1", `{"b": 1, "a": [1,2]}`, false, map[string]string{"idempotency-key": "k1"}, map[string]string{"id": "t1"}}),
+		mk(fields{"$default", "/x/y", "", `{"a":1}`, false, map[string]string{"idempotency-key": "k1", "content-type": "application/json; charset=utf-8"}, nil}),
+		mk(fields{"POST /bin", "/bin", "", base64.StdEncoding.EncodeToString([]byte{0xff, 0x00, 0x01}), true, map[string]string{"idempotency-key": "k1", "content-type": "application/octet-stream"}, nil}),
+		mk(fields{"POST /txt", "/txt", "", `{"a": 1}`, false, map[string]string{"Idempotency-Key": `"k1"`, "Content-Type": "text/plain"}, nil}),
+		mk(fields{"POST /empty", "/empty", "q", ``, false, map[string]string{"idempotency-key": "k1"}, nil}),
+		mk(fields{"POST /b64json", "/b64json", "", base64.StdEncoding.EncodeToString([]byte(`{"z":1,"a":2}`)), true, map[string]string{"idempotency-key": "k1", "content-type": "application/vnd.api+json"}, nil}),
 	}
 }
 
