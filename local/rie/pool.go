@@ -32,7 +32,7 @@ func NewPool(name, emulator, bootstrap string, o Options, concurrency int) *Pool
 
 // Invoke runs one invocation in an idle environment, or a new one when none
 // is idle and the concurrency allows. An environment that failed (other than
-// with a function error), timed out or exited is not reused: Lambda, too,
+// with a function error), timed out, was killed or exited is not reused: Lambda, too,
 // starts the next invocation after a timeout in a fresh environment.
 func (p *Pool) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	select {
@@ -48,14 +48,17 @@ func (p *Pool) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	// The invocation outlives a client that hangs up, as in Lambda.
 	out, err := rt.Invoke(context.WithoutCancel(ctx), payload)
 	p.mu.Lock()
-	if p.crashed[rt] && !errors.Is(err, ErrFunction) {
+	crashed := p.crashed[rt]
+	if crashed && err != nil && !errors.Is(err, ErrFunction) {
 		// The function's process died mid-invocation: on Lambda, the
 		// function's error (Runtime.ExitError), not the service's.
-		err = fmt.Errorf("%w: its process was killed: %v", ErrFunction, err)
+		err = fmt.Errorf("%w: its process was killed: %w", ErrFunction, err)
 	}
 	delete(p.crashed, rt)
 	delete(p.busy, rt)
-	reuse := (err == nil || errors.Is(err, ErrFunction) && !errors.Is(err, ErrTimeout)) && !rt.Exited()
+	// An environment whose function was killed is not reused either, though
+	// its emulator lives on: Lambda starts the next invocation afresh.
+	reuse := (err == nil || errors.Is(err, ErrFunction) && !errors.Is(err, ErrTimeout)) && !crashed && !rt.Exited()
 	if reuse {
 		p.idle = append(p.idle, rt)
 	}

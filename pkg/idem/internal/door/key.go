@@ -90,7 +90,7 @@ func skipParameters(rest string) error {
 // paramKeyLen is the length of the parameter name at the start of s, 0 if
 // none: ( lcalpha / "*" ) *( lcalpha / DIGIT / "_" / "-" / "." / "*" ).
 func paramKeyLen(s string) int {
-	if s == "" || !(isLower(s[0]) || s[0] == '*') {
+	if s == "" || !isLower(s[0]) && s[0] != '*' {
 		return 0
 	}
 	n := 1
