@@ -3,23 +3,19 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
-	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idemkeys/idem/functions/internal/apitest"
 	"github.com/idemkeys/idem/functions/internal/tracing"
-	"github.com/idemkeys/idem/local/dynamo"
 	"github.com/idemkeys/idem/local/dynamotest"
+	"github.com/idemkeys/idem/pkg/idemtest"
 )
 
 // streamedOrder writes an order into a table defined like OrdersTable,
@@ -30,7 +26,7 @@ import (
 func streamedOrder(t *testing.T, ctx context.Context, raw *dynamodb.Client, scope, id string) string {
 	t.Helper()
 	orders := dynamotest.Table(t, raw, "OrdersTable")
-	out, err := raw.UpdateTable(context.Background(), &dynamodb.UpdateTableInput{TableName: aws.String(orders),
+	_, err := raw.UpdateTable(context.Background(), &dynamodb.UpdateTableInput{TableName: aws.String(orders),
 		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewImage}})
 	if err != nil {
 		t.Fatal(err)
@@ -45,82 +41,19 @@ func streamedOrder(t *testing.T, ctx context.Context, raw *dynamodb.Client, scop
 	if _, err := raw.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(orders), Item: item}); err != nil {
 		t.Fatal(err)
 	}
-	return firstRecord(t, aws.ToString(out.TableDescription.LatestStreamArn))
+	return firstRecord(t, raw, orders)
 }
 
-// firstRecord reads the first record of the stream from the engine's
-// DynamoDB Streams API, as the pipe does, in the JSON the pipe sends.
-func firstRecord(t *testing.T, arn string) string {
+// firstRecord is the first record of the table's stream, read from the
+// engine's DynamoDB Streams API as the pipe reads it (idemtest.StreamEvent),
+// in the JSON the pipe sends.
+func firstRecord(t *testing.T, raw *dynamodb.Client, table string) string {
 	t.Helper()
-	ctx := context.Background()
-	streams := dynamo.NewStreamsClient(os.Getenv(dynamo.EndpointEnv))
-	desc, err := streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arn)})
-	if err != nil || len(desc.StreamDescription.Shards) == 0 {
-		t.Fatalf("describe the stream: %v %v", desc, err)
-	}
-	it, err := streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(arn),
-		ShardId: desc.StreamDescription.Shards[0].ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		out, err := streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it.ShardIterator})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(out.Records) > 0 {
-			return pipeRecord(t, out.Records[0])
-		}
-		it.ShardIterator = out.NextShardIterator
-	}
-	t.Fatal("the stream gave no record in 10s")
-	return ""
-}
-
-// pipeRecord is r in the event form the pipe delivers (Lambda's
-// DynamoDBEventRecord: the Streams API's record, in its own JSON).
-func pipeRecord(t *testing.T, r streamtypes.Record) string {
-	t.Helper()
-	d := r.Dynamodb
-	b, err := json.Marshal(events.DynamoDBEventRecord{
-		EventID: aws.ToString(r.EventID), EventName: string(r.EventName), EventSource: aws.ToString(r.EventSource),
-		EventVersion: aws.ToString(r.EventVersion), AWSRegion: aws.ToString(r.AwsRegion),
-		Change: events.DynamoDBStreamRecord{
-			ApproximateCreationDateTime: events.SecondsEpochTime{Time: aws.ToTime(d.ApproximateCreationDateTime)},
-			Keys:                        image(d.Keys), NewImage: image(d.NewImage),
-			SequenceNumber: aws.ToString(d.SequenceNumber), SizeBytes: aws.ToInt64(d.SizeBytes), StreamViewType: string(d.StreamViewType),
-		},
-	})
+	b, err := json.Marshal(idemtest.StreamEvent(t, raw, table, 1).Records[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-func image(m map[string]streamtypes.AttributeValue) map[string]events.DynamoDBAttributeValue {
-	out := map[string]events.DynamoDBAttributeValue{}
-	for k, v := range m {
-		out[k] = value(v)
-	}
-	return out
-}
-
-func value(v streamtypes.AttributeValue) events.DynamoDBAttributeValue {
-	switch v := v.(type) {
-	case *streamtypes.AttributeValueMemberS:
-		return events.NewStringAttribute(v.Value)
-	case *streamtypes.AttributeValueMemberN:
-		return events.NewNumberAttribute(v.Value)
-	case *streamtypes.AttributeValueMemberM:
-		return events.NewMapAttribute(image(v.Value))
-	case *streamtypes.AttributeValueMemberL:
-		var l []events.DynamoDBAttributeValue
-		for _, e := range v.Value {
-			l = append(l, value(e))
-		}
-		return events.NewListAttribute(l)
-	}
-	return events.NewNullAttribute()
 }
 
 // A traced order's creation, as DynamoDB Local's stream records it and the
