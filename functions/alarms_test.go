@@ -2,11 +2,8 @@ package functions_test
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/awslabs/goformation/v7/cloudformation/cloudwatch"
 
@@ -87,20 +84,13 @@ func dimension(a *cloudwatch.Alarm, name, value string) bool {
 // Each function logs to a log group of the stack, named without the
 // function, so the group exists before the function first runs.
 func TestEveryFunctionLogsToAStackLogGroup(t *testing.T) {
-	path, _ := load(t)
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var doc struct {
 		Resources map[string]struct {
 			Type       string         `yaml:"Type"`
 			Properties map[string]any `yaml:"Properties"`
 		} `yaml:"Resources"`
 	}
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
+	rawTemplate(t, &doc)
 	for id, r := range doc.Resources {
 		if r.Type != "AWS::Serverless::Function" {
 			continue

@@ -7,19 +7,12 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"gopkg.in/yaml.v3"
 )
 
 // SECURITY.md says how long each kind of data is kept; each figure it gives
 // is the template's. A figure that drifts from template.yaml (a queue kept
 // longer than it says, backups it does not mention) fails here.
 func TestSecurityMdRetentionIsTheTemplates(t *testing.T) {
-	path, _ := load(t)
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var doc struct {
 		Parameters map[string]struct {
 			Default any `yaml:"Default"`
@@ -29,9 +22,7 @@ func TestSecurityMdRetentionIsTheTemplates(t *testing.T) {
 			Properties map[string]any `yaml:"Properties"`
 		} `yaml:"Resources"`
 	}
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
+	path := rawTemplate(t, &doc)
 	md, err := os.ReadFile(filepath.Join(filepath.Dir(path), "SECURITY.md"))
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"github.com/awslabs/goformation/v7"
 	"github.com/awslabs/goformation/v7/cloudformation"
 	"github.com/awslabs/goformation/v7/intrinsics"
-	"gopkg.in/yaml.v3"
 
 	"github.com/idemkeys/idem/functions/internal/samlocal"
 	"github.com/idemkeys/idem/local/template"
@@ -213,11 +212,6 @@ func TestNoFunctionSetsAWSSAMLocal(t *testing.T) {
 		t.Fatal("no functions in the template")
 	}
 	// goformation does not apply Globals: read them as written.
-	path, _ := load(t)
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var doc struct {
 		Globals struct {
 			Function struct {
@@ -227,9 +221,7 @@ func TestNoFunctionSetsAWSSAMLocal(t *testing.T) {
 			} `yaml:"Function"`
 		} `yaml:"Globals"`
 	}
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
+	rawTemplate(t, &doc)
 	if len(doc.Globals.Function.Environment.Variables) == 0 {
 		t.Fatal("no Globals variables read: the test reads the wrong place")
 	}
@@ -277,20 +269,13 @@ func TestProviderBaseURLIsHTTPSOnly(t *testing.T) {
 // principal but the pipe's role, so no one else in the account, whatever
 // their identity policy allows, can forge an order event for the stats.
 func TestOnlyThePipeMaySendOrderEvents(t *testing.T) {
-	path, _ := load(t)
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var doc struct {
 		Resources map[string]struct {
 			Type       string         `yaml:"Type"`
 			Properties map[string]any `yaml:"Properties"`
 		} `yaml:"Resources"`
 	}
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
+	rawTemplate(t, &doc)
 	guarded := false
 	for id, r := range doc.Resources {
 		if r.Type != "AWS::SQS::QueuePolicy" || fmt.Sprint(r.Properties["Queues"]) != "[OrderEventsQueue]" {

@@ -23,6 +23,22 @@ func load(t *testing.T) (string, *template.Template) {
 	return filepath.Join(tpl.Dir, "template.yaml"), tpl
 }
 
+// rawTemplate decodes template.yaml into doc as YAML, its tags as they
+// are written, for a test of what the parsed template does not carry, and
+// returns the template's path.
+func rawTemplate(t *testing.T, doc any) string {
+	t.Helper()
+	path, _ := load(t)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(raw, doc); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 func TestEveryFunctionBuildsFromItsMakefileTarget(t *testing.T) {
 	_, tpl := load(t)
 	if len(tpl.Functions) == 0 {
@@ -164,11 +180,6 @@ func TestEveryFunctionsRoleIsHeldToItsCalls(t *testing.T) {
 }
 
 func TestEveryRouteNeedsAVerifiedToken(t *testing.T) {
-	path, _ := load(t)
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var doc struct {
 		Globals struct {
 			Function struct {
@@ -182,9 +193,7 @@ func TestEveryRouteNeedsAVerifiedToken(t *testing.T) {
 			Properties map[string]any `yaml:"Properties"`
 		} `yaml:"Resources"`
 	}
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
+	rawTemplate(t, &doc)
 	g := doc.Globals.Function
 	if g.Runtime != "provided.al2023" || !slices.Equal(g.Architectures, []string{"arm64"}) || g.Handler != "bootstrap" {
 		t.Errorf("Globals: runtime %q, architectures %v, handler %q", g.Runtime, g.Architectures, g.Handler)
